@@ -1,0 +1,40 @@
+# bockparse — run `make help` for the targets.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# The CPU wheel of torch; an unpinned torch would pull a multi-GB CUDA build.
+TORCH  ?= torch==2.13.0
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+
+.PHONY: help install test test-all lint format bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+install: $(PY)  ## create .venv, install torch (CPU, pinned) then bockparse[dev,bench]
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e ".[dev,bench]"
+
+test:  ## fast test suite (no slow, no gpu)
+	$(PY) -m pytest -q -n 2 -m "not slow and not gpu"
+
+test-all:  ## every CPU test, slow ones included
+	$(PY) -m pytest -q -n 2 -m "not gpu"
+
+lint:  ## ruff check + format check
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff format --check src tests benchmarks
+
+format:  ## ruff format + autofix
+	$(PY) -m ruff format src tests benchmarks
+	$(PY) -m ruff check --fix src tests benchmarks
+
+bench:  ## decoder benchmark: table + plot under benchmarks/results/
+	$(PY) benchmarks/decoders.py
+
+clean:  ## remove caches and build outputs
+	rm -rf .numba_cache .pytest_cache .ruff_cache build dist src/*.egg-info

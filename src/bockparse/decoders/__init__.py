@@ -1,0 +1,200 @@
+"""Exact dependency-tree decoders over a score matrix ``scores[h, d]`` (rows heads).
+
+Public API::
+
+    decode(scores, method="bock", *, single_root=True, root_strategy=None) -> heads
+    decode_batch(scores, lengths=None, method="bock", *, single_root=True, workers=None)
+    tree_score(scores, heads), METHODS, NoTreeError, get_decoder
+
+Conventions (the Bock paper §2): ``scores`` is float ``[N, N]`` with ``N = n + 1`` and node 0
+the artificial root; ``-inf`` forbids an arc; column 0 and the diagonal are ignored; the input
+is never modified. ``heads`` is int64 ``[N]`` with ``heads[0] == -1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import bock, brute  # noqa: F401  (registration)
+from .pool import decode_padded, default_workers
+from .registry import Decoder, get_decoder, registered_names
+from .trees import (
+    BAD_VALUE,
+    INTERNAL_ERROR,
+    OK,
+    REWEIGHT,
+    SINGLE_ROOT,
+    UNCONSTRAINED,
+    NoTreeError,
+    check_tree,
+    explain_no_tree,
+    find_bad_cell,
+    is_tree,
+    run_kernel,
+    tree_score,
+)
+
+METHODS: tuple[str, ...] = registered_names()
+
+ROOT_STRATEGIES = (None, "reweight")
+
+__all__ = [
+    "METHODS",
+    "Decoder",
+    "NoTreeError",
+    "check_tree",
+    "decode",
+    "decode_batch",
+    "get_decoder",
+    "is_tree",
+    "tree_score",
+]
+
+
+def _root_mode(single_root: bool, root_strategy: str | None) -> int:
+    if root_strategy not in ROOT_STRATEGIES:
+        raise ValueError(f"root_strategy must be one of {ROOT_STRATEGIES}, got {root_strategy!r}")
+    if not single_root:
+        return UNCONSTRAINED
+    return REWEIGHT if root_strategy == "reweight" else SINGLE_ROOT
+
+
+def _to_numpy(scores) -> np.ndarray:
+    """A float32/float64 numpy array of an array or tensor (moved to CPU once); read only."""
+    if hasattr(scores, "detach"):  # torch.Tensor
+        import torch
+
+        t = scores.detach()
+        if t.dtype not in (torch.float32, torch.float64):
+            t = t.float()
+        scores = t.cpu().numpy()
+    a = np.asarray(scores)
+    if a.dtype not in (np.float32, np.float64):
+        if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+            raise ValueError(f"scores must be a float array, got dtype {a.dtype}")
+        a = a.astype(np.float64)
+    return a
+
+
+def _check_matrix(S: np.ndarray, where: str = "scores") -> None:
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"{where} must be a square [N, N] matrix, got shape {S.shape}")
+    if S.shape[0] < 2:
+        raise ValueError(f"{where} is empty: need N = n + 1 >= 2 (at least one word)")
+
+
+def _raise_for(status: int, S: np.ndarray, single_root: bool, where: str = "") -> None:
+    if status == BAD_VALUE:
+        raise ValueError(where + find_bad_cell(S))
+    if status == INTERNAL_ERROR:
+        raise RuntimeError(where + "decoder invariant broken; please report this matrix")
+    raise NoTreeError(where + explain_no_tree(S, single_root=single_root))
+
+
+def decode(
+    scores, method: str = "bock", *, single_root: bool = True, root_strategy: str | None = None
+) -> np.ndarray:
+    """Best dependency tree under ``scores`` with the registered decoder ``method``.
+
+    Args:
+        scores: float32/float64 ``[N, N]`` array (or CPU/GPU tensor), ``scores[h, d]`` the score
+            of arc ``h -> d``; ``-inf`` forbids an arc; column 0 and the diagonal are ignored.
+        method: one of :data:`METHODS`.
+        single_root: exactly one word attaches to ROOT.
+        root_strategy: ``None`` for the method's own single-root procedure (Bock: enumeration
+            of root children, §4.2; CL/E: root reweighting; Tarjan: Gabow–Tarjan; Eisner: in the
+            dynamic programme), or ``"reweight"`` for the root penalty (§4.3) with any method.
+
+    Returns:
+        int64 ``heads`` ``[N]``, ``heads[0] == -1``.
+
+    Raises:
+        ValueError: not a square non-empty matrix, a NaN cell, or a ``+inf`` admissible cell.
+        NoTreeError: no spanning tree (or no single-root tree) avoids the forbidden arcs.
+    """
+    decoder = get_decoder(method)
+    root = _root_mode(single_root, root_strategy)
+    S = _to_numpy(scores)
+    _check_matrix(S)
+    decoder.check_length(S.shape[0] - 1)
+    heads = np.empty(S.shape[0], dtype=np.int64)
+    status = run_kernel(decoder.solve, S, root, heads)
+    if status != OK:
+        _raise_for(status, S, single_root)
+    return heads
+
+
+def decode_batch(
+    scores,
+    lengths: Sequence[int] | np.ndarray | None = None,
+    method: str = "bock",
+    *,
+    single_root: bool = True,
+    root_strategy: str | None = None,
+    workers: int | None = None,
+) -> list[np.ndarray]:
+    """Decode many sentences on a CPU thread pool; identical to :func:`decode` one by one.
+
+    Args:
+        scores: a list of ``[N_b, N_b]`` matrices, or a padded float ``[B, M, M]`` array or tensor
+            (moved to CPU once) whose sentence ``b`` occupies ``[:lengths[b] + 1, :lengths[b] + 1]``.
+        lengths: int ``[B]``, words per sentence (ROOT excluded); required for a padded batch,
+            ``None`` meaning every sentence uses the full ``M - 1`` words.
+        method, single_root, root_strategy: as in :func:`decode`.
+        workers: threads; ``None`` uses every CPU available to the process.
+
+    Returns:
+        ``B`` int64 arrays ``heads`` of length ``lengths[b] + 1``, in input order.
+
+    Raises:
+        ValueError, NoTreeError: as :func:`decode`, naming the batch index.
+    """
+    decoder = get_decoder(method)
+    root = _root_mode(single_root, root_strategy)
+    if isinstance(scores, (list, tuple)):
+        if lengths is not None:
+            raise ValueError("decode_batch: give lengths only with a padded [B, M, M] batch")
+        mats = [_to_numpy(m) for m in scores]
+        for b, m in enumerate(mats):
+            _check_matrix(m, f"scores[{b}]")
+        if not mats:
+            return []
+        M = max(m.shape[0] for m in mats)
+        S = np.zeros((len(mats), M, M), dtype=np.result_type(*mats))
+        for b, m in enumerate(mats):
+            S[b, : m.shape[0], : m.shape[0]] = m
+        lens = np.array([m.shape[0] - 1 for m in mats], dtype=np.int64)
+    else:
+        S = _to_numpy(scores)
+        if S.ndim != 3 or S.shape[1] != S.shape[2]:
+            raise ValueError(f"decode_batch: a padded batch must be [B, M, M], got {S.shape}")
+        B, M = S.shape[0], S.shape[1]
+        if lengths is None:
+            lens = np.full(B, M - 1, dtype=np.int64)
+        else:
+            lens = _to_numpy_lengths(lengths)
+            if lens.shape != (B,):
+                raise ValueError(f"decode_batch: lengths must have shape ({B},), got {lens.shape}")
+            if lens.size and (lens.min() < 1 or lens.max() > M - 1):
+                raise ValueError(f"decode_batch: lengths must lie in 1..{M - 1} words")
+        if B == 0:
+            return []
+    if lens.size:
+        decoder.check_length(int(lens.max()))
+    heads, status = decode_padded(
+        decoder.solve, S, lens, root, default_workers() if workers is None else workers
+    )
+    bad = np.flatnonzero(status != OK)
+    if bad.size:
+        b = int(bad[0])
+        N = int(lens[b]) + 1
+        _raise_for(int(status[b]), S[b, :N, :N], single_root, f"sentence {b} of the batch: ")
+    return [heads[b, : lens[b] + 1].copy() for b in range(len(lens))]
+
+
+def _to_numpy_lengths(lengths) -> np.ndarray:
+    if hasattr(lengths, "detach"):
+        lengths = lengths.detach().cpu().numpy()
+    return np.asarray(lengths, dtype=np.int64).reshape(-1)

@@ -1,0 +1,89 @@
+"""Batch decoding on a CPU thread pool (the pool used for the hinge's loss-augmented inference).
+
+The compiled kernels release the GIL (``nogil=True``), so threads decode sentences in parallel
+without pickling matrices. Each thread runs one compiled loop over a strided share of the batch,
+so the per-sentence cost is the kernel alone, with no Python call in between.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numba as nb
+import numpy as np
+
+from .trees import OK, run_kernel
+
+
+@nb.njit(nogil=True, cache=True)
+def _decode_padded(solve, S, lengths, root, heads, status, start, step):
+    """Decode sentences ``start, start + step, ...`` of a padded batch.
+
+    Args:
+        solve: a registered decoder's ``solve``.
+        S: float ``[B, M, M]``; sentence ``b`` uses ``S[b, :lengths[b] + 1, :lengths[b] + 1]``.
+        lengths: int64 ``[B]``, words per sentence (ROOT excluded).
+        root: root mode (see ``trees``).
+        heads: int64 ``[B, M]``, written in ``heads[b, :lengths[b] + 1]``.
+        status: int64 ``[B]``, one status per sentence.
+    """
+    for b in range(start, S.shape[0], step):
+        N = lengths[b] + 1
+        status[b] = run_kernel(solve, S[b, :N, :N], root, heads[b, :N])
+
+
+_lock = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+_executor_size = 0
+
+
+def default_workers() -> int:
+    """Worker threads used when ``workers=None``: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _get_executor(workers: int) -> ThreadPoolExecutor:
+    """A process-wide pool with at least ``workers`` threads, created once and reused."""
+    global _executor, _executor_size
+    with _lock:
+        if _executor is None or _executor_size < workers:
+            if _executor is not None:
+                _executor.shutdown(wait=True)
+            _executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bockparse")
+            _executor_size = workers
+        return _executor
+
+
+def decode_padded(solve, S: np.ndarray, lengths: np.ndarray, root: int, workers: int):
+    """Decode a padded batch on ``workers`` threads.
+
+    Args:
+        solve: a registered decoder's ``solve``.
+        S: float32/float64 ``[B, M, M]``.
+        lengths: int64 ``[B]``, words per sentence, each ``<= M - 1``.
+        root: root mode.
+        workers: number of threads (1 decodes in the calling thread).
+
+    Returns:
+        ``(heads, status)``: int64 ``[B, M]`` and int64 ``[B]``.
+    """
+    B, M = S.shape[0], S.shape[1]
+    heads = np.full((B, M), -1, dtype=np.int64)
+    status = np.full(B, OK, dtype=np.int64)
+    workers = max(1, min(workers, B))
+    if workers == 1:
+        _decode_padded(solve, S, lengths, root, heads, status, 0, 1)
+    else:
+        pool = _get_executor(workers)
+        jobs = [
+            pool.submit(_decode_padded, solve, S, lengths, root, heads, status, t, workers)
+            for t in range(workers)
+        ]
+        for job in jobs:
+            job.result()
+    return heads, status
