@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import bock, brute  # noqa: F401  (registration)
+from . import bock, bock_original, brute  # noqa: F401  (registration)
 from .pool import decode_padded, default_workers
 from .registry import Decoder, get_decoder, registered_names
 from .trees import (
@@ -32,7 +32,6 @@ from .trees import (
     explain_no_tree,
     find_bad_cell,
     is_tree,
-    run_kernel,
     tree_score,
 )
 
@@ -120,7 +119,7 @@ def decode(
     _check_matrix(S)
     decoder.check_length(S.shape[0] - 1)
     heads = np.empty(S.shape[0], dtype=np.int64)
-    status = run_kernel(decoder.solve, S, root, heads)
+    status = decoder.kernel(S, root, heads)
     if status != OK:
         _raise_for(status, S, single_root)
     return heads
@@ -184,7 +183,7 @@ def decode_batch(
     if lens.size:
         decoder.check_length(int(lens.max()))
     heads, status = decode_padded(
-        decoder.solve, S, lens, root, default_workers() if workers is None else workers
+        decoder.kernel, S, lens, root, default_workers() if workers is None else workers
     )
     bad = np.flatnonzero(status != OK)
     if bad.size:

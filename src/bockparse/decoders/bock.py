@@ -33,7 +33,7 @@ import numpy as np
 
 from . import bock as _self  # numba caches a function passed as a value only via a module
 from .registry import register
-from .trees import INTERNAL_ERROR, NEG_INF, NO_TREE, OK, enumerate_root_children
+from .trees import INTERNAL_ERROR, NEG_INF, NO_TREE, OK, enumerate_root_children, run_kernel
 
 
 @nb.njit(nogil=True, cache=True)
@@ -132,10 +132,16 @@ def solve_rooted(W, heads, tracer=None):
     return OK
 
 
-@register("bock")
 @nb.njit(nogil=True, cache=True)
 def solve(W, single_root, heads):
     """Reformulated Bock (Algorithm 1, §3.2), single root by enumeration (§4.2)."""
     if single_root:
         return enumerate_root_children(_self.solve_rooted, W, heads)
     return solve_rooted(W, heads)
+
+
+@register("bock")
+@nb.njit(nogil=True, cache=True)
+def kernel(S, root, heads):
+    """Entry point: ``run_kernel`` conventions (:mod:`.trees`)."""
+    return run_kernel(_self.solve, S, root, heads)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from . import brute as _self  # numba caches a function passed as a value only via a module
 from .registry import register
-from .trees import NEG_INF, NO_TREE, OK, load_scores
+from .trees import NEG_INF, NO_TREE, OK, load_scores, run_kernel
 
 MAX_WORDS = 8
 
@@ -89,7 +90,6 @@ def _search(W, single_root, best_heads, out_heads, out_scores):
     return count, best
 
 
-@register("brute", max_words=MAX_WORDS)
 @nb.njit(nogil=True, cache=True)
 def solve(W, single_root, heads):
     """Best tree by exhaustive search; the first of the tied optima in lexicographic order."""
@@ -98,6 +98,13 @@ def solve(W, single_root, heads):
     )
     heads[0] = -1
     return OK if count > 0 else NO_TREE
+
+
+@register("brute", max_words=MAX_WORDS)
+@nb.njit(nogil=True, cache=True)
+def kernel(S, root, heads):
+    """Entry point: ``run_kernel`` conventions (:mod:`.trees`)."""
+    return run_kernel(_self.solve, S, root, heads)
 
 
 def all_trees(scores, *, single_root: bool = True) -> tuple[np.ndarray, np.ndarray]:

@@ -14,15 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numba as nb
 import numpy as np
 
-from .trees import OK, run_kernel
+from .trees import OK
 
 
 @nb.njit(nogil=True, cache=True)
-def _decode_padded(solve, S, lengths, root, heads, status, start, step):
+def _decode_padded(kernel, S, lengths, root, heads, status, start, step):
     """Decode sentences ``start, start + step, ...`` of a padded batch.
 
     Args:
-        solve: a registered decoder's ``solve``.
+        kernel: a registered decoder kernel.
         S: float ``[B, M, M]``; sentence ``b`` uses ``S[b, :lengths[b] + 1, :lengths[b] + 1]``.
         lengths: int64 ``[B]``, words per sentence (ROOT excluded).
         root: root mode (see ``trees``).
@@ -31,7 +31,7 @@ def _decode_padded(solve, S, lengths, root, heads, status, start, step):
     """
     for b in range(start, S.shape[0], step):
         N = lengths[b] + 1
-        status[b] = run_kernel(solve, S[b, :N, :N], root, heads[b, :N])
+        status[b] = kernel(S[b, :N, :N], root, heads[b, :N])
 
 
 _lock = threading.Lock()
@@ -59,11 +59,11 @@ def _get_executor(workers: int) -> ThreadPoolExecutor:
         return _executor
 
 
-def decode_padded(solve, S: np.ndarray, lengths: np.ndarray, root: int, workers: int):
+def decode_padded(kernel, S: np.ndarray, lengths: np.ndarray, root: int, workers: int):
     """Decode a padded batch on ``workers`` threads.
 
     Args:
-        solve: a registered decoder's ``solve``.
+        kernel: a registered decoder kernel.
         S: float32/float64 ``[B, M, M]``.
         lengths: int64 ``[B]``, words per sentence, each ``<= M - 1``.
         root: root mode.
@@ -77,11 +77,11 @@ def decode_padded(solve, S: np.ndarray, lengths: np.ndarray, root: int, workers:
     status = np.full(B, OK, dtype=np.int64)
     workers = max(1, min(workers, B))
     if workers == 1:
-        _decode_padded(solve, S, lengths, root, heads, status, 0, 1)
+        _decode_padded(kernel, S, lengths, root, heads, status, 0, 1)
     else:
         pool = _get_executor(workers)
         jobs = [
-            pool.submit(_decode_padded, solve, S, lengths, root, heads, status, t, workers)
+            pool.submit(_decode_padded, kernel, S, lengths, root, heads, status, t, workers)
             for t in range(workers)
         ]
         for job in jobs:

@@ -1,4 +1,10 @@
-"""The decoder registry: one name per exact decoder, each a compiled ``solve`` (see ``trees``)."""
+"""The decoder registry: one name per exact decoder, each a compiled entry kernel.
+
+A method module defines ``solve(W, single_root, heads)`` on the float64 work matrix and
+registers the entry point ``kernel(S, root, heads) = run_kernel(solve, S, root, heads)``
+(conventions in :mod:`.trees`). Python calls the kernel with arrays and integers only:
+passing a compiled function as an argument from Python costs microseconds per call.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +18,12 @@ class Decoder:
 
     Attributes:
         name: registry name, e.g. ``"bock"``.
-        solve: compiled ``solve(W, single_root, heads) -> status`` (conventions in ``trees``).
+        kernel: compiled ``kernel(S, root, heads) -> status`` (conventions in ``trees``).
         max_words: largest sentence length accepted (``None``: any), e.g. 8 for brute force.
     """
 
     name: str
-    solve: Callable
+    kernel: Callable
     max_words: int | None = None
 
     def check_length(self, n: int) -> None:
@@ -32,13 +38,13 @@ _REGISTRY: dict[str, Decoder] = {}
 
 
 def register(name: str, *, max_words: int | None = None) -> Callable[[Callable], Callable]:
-    """Decorator registering a compiled ``solve`` under ``name``."""
+    """Decorator registering a compiled entry kernel under ``name``."""
 
-    def wrap(solve: Callable) -> Callable:
+    def wrap(kernel: Callable) -> Callable:
         if name in _REGISTRY:
             raise ValueError(f"decoder {name!r} is registered twice")
-        _REGISTRY[name] = Decoder(name, solve, max_words)
-        return solve
+        _REGISTRY[name] = Decoder(name, kernel, max_words)
+        return kernel
 
     return wrap
 

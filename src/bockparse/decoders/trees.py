@@ -4,9 +4,9 @@ Orientation (the Bock paper, §2): ``scores[h, d]`` is the score of arc ``h -> d
 columns dependents, node 0 the artificial root. Column 0 and the diagonal are ignored and ``-inf``
 forbids an arc. A tree is an int64 array ``heads`` of length ``N = n + 1`` with ``heads[0] == -1``.
 
-Every registered decoder is a compiled ``solve(W, single_root, heads) -> status`` on a float64
-work matrix ``W`` made by :func:`load_scores` (which ``solve`` may overwrite), run through
-:func:`run_kernel`, ``run_kernel(solve, S, root, heads) -> status``:
+Every method is a compiled ``solve(W, single_root, heads) -> status`` on a float64 work matrix
+``W`` made by :func:`load_scores` (which ``solve`` may overwrite); its registered entry kernel is
+``kernel(S, root, heads) = run_kernel(solve, S, root, heads) -> status``:
 
 * ``S``: float32 or float64 ``[N, N]`` (any layout), read only;
 * ``root``: one of ``UNCONSTRAINED``, ``SINGLE_ROOT`` (the method's own single-root procedure) or
