@@ -138,7 +138,7 @@ def decode_batch(
 
     Args:
         scores: a list of ``[N_b, N_b]`` matrices, or a padded float ``[B, M, M]`` array or tensor
-            (moved to CPU once) whose sentence ``b`` occupies ``[:lengths[b] + 1, :lengths[b] + 1]``.
+            (moved to CPU once) whose sentence ``b`` is ``[:lengths[b] + 1, :lengths[b] + 1]``.
         lengths: int ``[B]``, words per sentence (ROOT excluded); required for a padded batch,
             ``None`` meaning every sentence uses the full ``M - 1`` words.
         method, single_root, root_strategy: as in :func:`decode`.

@@ -220,7 +220,8 @@ def explain_no_tree(scores, *, single_root: bool) -> str:
             reached[v] = True
             frontier.append(int(v))
     if not reached.all():
-        return f"no spanning tree: word(s) {np.flatnonzero(~reached).tolist()} cannot be reached from ROOT"
+        unreached = np.flatnonzero(~reached).tolist()
+        return f"no spanning tree: word(s) {unreached} cannot be reached from ROOT"
     children = np.flatnonzero(ok[0, 1:]) + 1
     return (
         "no single-root tree: with any one of the admissible ROOT children "
