@@ -264,7 +264,9 @@ def enumerate_root_children(solve, W, heads):
 
     Solve the unrestricted rooted problem; if its optimum has one root child it is optimal.
     Otherwise force each admissible root child ``c = 1..n`` in turn (every other root arc
-    forbidden), solve, and keep the best tree, the first one on ties. O(n) extra solves.
+    forbidden), solve, and keep the best tree, the first one on ties. At most n extra solves;
+    children whose score bound (their root arc plus every other word's best non-root head)
+    falls below the best tree found are skipped, which leaves the result unchanged.
 
     Args:
         solve: compiled unconstrained ``solve(W, heads) -> status``; must not modify ``W``.
@@ -276,6 +278,16 @@ def enumerate_root_children(solve, W, heads):
         return status
     N = W.shape[0]
     row0 = W[0].copy()
+    # Upper bound of the tree score with sole root child c: S[0, c] plus every other word's best
+    # non-root head. A child whose bound is clearly below the best tree so far cannot win (the
+    # first best is kept on ties, so this pruning never changes the result).
+    best_inner = np.full(N, NEG_INF)
+    for d in range(1, N):
+        for h in range(1, N):
+            best_inner[d] = max(best_inner[d], W[h, d])
+    inner_total = 0.0
+    for d in range(1, N):
+        inner_total += best_inner[d]
     trial = np.empty(N, dtype=np.int64)
     trial[0] = -1
     best = -np.inf
@@ -283,6 +295,10 @@ def enumerate_root_children(solve, W, heads):
     for c in range(1, N):
         if row0[c] == NEG_INF:
             continue
+        if found and best_inner[c] != NEG_INF:
+            bound = inner_total - best_inner[c] + row0[c]
+            if bound < best - 1e-9 * (1.0 + abs(best)):
+                continue
         W[0, :] = NEG_INF
         W[0, c] = row0[c]
         if solve(W, trial) == OK:
