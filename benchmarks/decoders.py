@@ -91,7 +91,9 @@ def anchors(n: int, single_root: bool) -> dict[str, Callable[[np.ndarray], objec
             def networkx_msa(S):
                 G = nx.DiGraph()
                 h, d = np.nonzero(np.isfinite(S))
-                G.add_weighted_edges_from(zip(h.tolist(), d.tolist(), S[h, d].tolist()))
+                G.add_weighted_edges_from(
+                    zip(h.tolist(), d.tolist(), S[h, d].tolist(), strict=True)
+                )
                 return nx.maximum_spanning_arborescence(G)
 
             out["networkx"] = networkx_msa
@@ -113,7 +115,7 @@ def per_sentence_table(sizes, count, repeats, rng) -> tuple[list[dict], list[str
             for n in sizes:
                 mats = [make(n, rng) for _ in range(count)]
                 for m in METHODS:
-                    fn = lambda S, m=m: decoders.decode(S, m, single_root=single_root)  # noqa: E731
+                    fn = lambda S, m=m, r=single_root: decoders.decode(S, m, single_root=r)  # noqa: E731
                     timings.setdefault(m, {})[n] = median_us(fn, mats, repeats)
                 timings.setdefault("greedy argmax (numpy floor)", {})[n] = median_us(
                     lambda S: S.argmax(axis=0), mats, repeats
