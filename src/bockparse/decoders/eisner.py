@@ -50,7 +50,7 @@ def solve(W, single_root, heads):
     heads[0] = -1
     lo = 1 if single_root else 0
     C = np.empty((N, N))
-    I = np.empty((N, N))  # noqa: E741
+    I = np.empty((N, N))
     CT = np.empty((N, N))  # CT[e, h] = C[h, e]: contiguous reads of the column of C
     Cbp = np.empty((N, N), dtype=np.int32)
     Ibp = np.empty((N, N), dtype=np.int32)
