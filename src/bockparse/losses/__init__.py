@@ -1,0 +1,13 @@
+"""Training losses over :class:`~bockparse.model.outputs.ParserScores` and a batch.
+
+Each loss is a callable ``loss(scores, batch) -> LossOutput``; ``batch`` provides ``heads``,
+``rels`` (int64 ``[B, N]``), ``mask`` (bool ``[B, N]``, True at words) and ``lengths``
+(int64 ``[B]``, words). Configs pick one with ``_target_`` (``conf/loss/``).
+"""
+
+from .common import LossOutput
+from .crf import TreeCRF, log_partition
+from .hinge import StructuredHinge
+from .local import LocalCrossEntropy
+
+__all__ = ["LocalCrossEntropy", "LossOutput", "StructuredHinge", "TreeCRF", "log_partition"]

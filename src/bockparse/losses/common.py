@@ -1,0 +1,130 @@
+"""Pieces every loss shares: masks, head normalisation, relation and auxiliary terms.
+
+Stanza's normalisation (kept unchanged across conditions, as in the Bock paper's appendix on
+structured hinge training): every term is summed over the words of the batch and the total is
+divided by the number of words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..model.outputs import ParserScores
+
+
+def head_mask(mask: torch.Tensor) -> torch.Tensor:
+    """Admissible arcs of a padded batch.
+
+    Args:
+        mask: bool ``[B, N]``, True at words (False at ROOT and padding).
+
+    Returns:
+        bool ``[B, N, N]``, True where ``h`` is ROOT or a word, ``d`` is a word and ``h != d``.
+    """
+    heads_ok = mask.clone()
+    heads_ok[:, 0] = True
+    N = mask.shape[1]
+    eye = torch.eye(N, dtype=torch.bool, device=mask.device)
+    return heads_ok[:, :, None] & mask[:, None, :] & ~eye
+
+
+def normalized_arc_scores(arc: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Column-wise log-softmax over heads (``dim=-2``), ``-inf`` on inadmissible arcs.
+
+    Args:
+        arc: float ``[B, N, N]``, ``arc[b, h, d]``.
+        mask: bool ``[B, N]``, True at words.
+
+    Returns:
+        float ``[B, N, N]``; columns of non-words are all ``-inf``.
+    """
+    allowed = head_mask(mask)
+    # Mask only inside word columns: an all -inf column would give NaN, and NaN times the zero
+    # gradient of a masked cell is still NaN.
+    logp = torch.log_softmax(arc.masked_fill(~allowed & mask[:, None, :], float("-inf")), dim=-2)
+    return logp.masked_fill(~allowed, float("-inf"))
+
+
+def gold_arc_scores(scores: torch.Tensor, heads: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``scores[b, heads[b, d], d]`` at words, 0 elsewhere.
+
+    Args:
+        scores: float ``[B, N, N]``; heads: int64 ``[B, N]``; mask: bool ``[B, N]``.
+
+    Returns:
+        float ``[B, N]``.
+    """
+    h = heads.clamp(min=0).masked_fill(~mask, 0)
+    picked = scores.gather(1, h[:, None, :]).squeeze(1)
+    return picked.masked_fill(~mask, 0.0)
+
+
+def relation_loss(rel: torch.Tensor, heads: torch.Tensor, rels: torch.Tensor, mask: torch.Tensor):
+    """Summed relation cross-entropy at the gold heads (Stanza's relation term).
+
+    Args:
+        rel: float ``[B, N, N, R]``; heads, rels: int64 ``[B, N]``; mask: bool ``[B, N]``.
+
+    Returns:
+        Scalar tensor.
+    """
+    h = heads.clamp(min=0).masked_fill(~mask, 0)
+    R = rel.shape[-1]
+    at_gold = rel.gather(1, h[:, None, :, None].expand(-1, 1, -1, R)).squeeze(1)  # [B, N, R]
+    return F.cross_entropy(at_gold[mask], rels[mask], reduction="sum")
+
+
+def auxiliary_loss(scores: ParserScores, heads: torch.Tensor, mask: torch.Tensor):
+    """Stanza's linearization and distance terms at the gold heads (0 when both are off).
+
+    The linearization term is the logistic loss of the head's side of the dependent; the distance
+    term is ``-log(1 + (|h - d| - (1 + softplus(distance)))^2 / 2)`` summed at gold arcs.
+
+    Returns:
+        Scalar tensor.
+    """
+    total = scores.arc.new_zeros(())
+    if scores.linearization is None and scores.distance is None:
+        return total
+    h = heads.clamp(min=0).masked_fill(~mask, 0)
+    d = torch.arange(mask.shape[1], device=mask.device)[None, :]
+    offset = (h - d).to(scores.arc.dtype)  # [B, N]
+    if scores.linearization is not None:
+        lin = scores.linearization.gather(1, h[:, None, :]).squeeze(1)
+        total = total - F.logsigmoid(lin * torch.sign(offset))[mask].sum()
+    if scores.distance is not None:
+        dist = scores.distance.gather(1, h[:, None, :]).squeeze(1)
+        pred = 1.0 + F.softplus(dist)
+        total = total + torch.log1p((offset.abs() - pred) ** 2 / 2)[mask].sum()
+    return total
+
+
+@dataclass
+class LossOutput:
+    """A loss value and its parts, for the optimiser and the logs.
+
+    Attributes:
+        loss: scalar, ``(arc + rel + aux) / words``; the only tensor with a graph.
+        arc, rel, aux: the summed terms, detached.
+        words: number of words in the batch.
+        decode_seconds: wall time of loss-augmented inference (0 for local losses).
+    """
+
+    loss: torch.Tensor
+    arc: torch.Tensor
+    rel: torch.Tensor
+    aux: torch.Tensor
+    words: int
+    decode_seconds: float = 0.0
+
+
+def combine(arc: torch.Tensor, scores: ParserScores, batch, decode_seconds: float = 0.0):
+    """Add the relation and auxiliary terms to ``arc`` and normalise by the word count."""
+    rel = relation_loss(scores.rel, batch.heads, batch.rels, batch.mask)
+    aux = auxiliary_loss(scores, batch.heads, batch.mask)
+    words = int(batch.mask.sum())
+    loss = (arc + rel + aux) / max(words, 1)
+    return LossOutput(loss, arc.detach(), rel.detach(), aux.detach(), words, decode_seconds)
