@@ -66,7 +66,9 @@ def relation_loss(rel: torch.Tensor, heads: torch.Tensor, rels: torch.Tensor, ma
     """Summed relation cross-entropy at the gold heads (Stanza's relation term).
 
     Args:
-        rel: float ``[B, N, N, R]``; heads, rels: int64 ``[B, N]``; mask: bool ``[B, N]``.
+        rel: float ``[B, N, N, R]``; heads: int64 ``[B, N]``; rels: int64 ``[B, N]``, -1 where
+            the relation is unknown (not in the training vocabulary), which is then skipped;
+            mask: bool ``[B, N]``.
 
     Returns:
         Scalar tensor.
@@ -74,7 +76,7 @@ def relation_loss(rel: torch.Tensor, heads: torch.Tensor, rels: torch.Tensor, ma
     h = heads.clamp(min=0).masked_fill(~mask, 0)
     R = rel.shape[-1]
     at_gold = rel.gather(1, h[:, None, :, None].expand(-1, 1, -1, R)).squeeze(1)  # [B, N, R]
-    return F.cross_entropy(at_gold[mask], rels[mask], reduction="sum")
+    return F.cross_entropy(at_gold[mask], rels[mask], ignore_index=-1, reduction="sum")
 
 
 def auxiliary_loss(scores: ParserScores, heads: torch.Tensor, mask: torch.Tensor):

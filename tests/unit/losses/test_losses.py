@@ -57,7 +57,7 @@ def unpad(scores: ParserScores, batch, b: int):
             cut(scores.rel, 4),
             cut(scores.linearization, 3),
             cut(scores.distance, 3),
-        ),  # fmt: skip
+        ),
         SimpleNamespace(
             heads=batch.heads[b : b + 1, :N],
             rels=batch.rels[b : b + 1, :N],
