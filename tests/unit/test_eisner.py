@@ -236,3 +236,28 @@ def test_kernel_is_registered():
     from bockparse.decoders import get_decoder
 
     assert get_decoder("eisner").kernel is eisner.kernel
+
+
+def test_longer_sentences_against_cle():
+    """Beyond brute force: Eisner never beats the unrestricted optimum and matches it whenever
+    the CL/E optimum is projective; it is at least as good as the projective gold-like chains."""
+    from bockparse.decoders import cle  # noqa: F401  (registration)
+
+    rng = np.random.default_rng(17)
+    matched = 0
+    for it in range(150):
+        n = int(rng.integers(8, 41))
+        S = rng.integers(-4, 5, size=(n + 1, n + 1)).astype(np.float64)
+        if it % 2:  # a projective tree scoring high, so the optimum is often projective
+            S[np.arange(n), np.arange(1, n + 1)] += 9.0
+        for single_root in (False, True):
+            got, _ = eisner_score(S, single_root)
+            free = decode(S, "cle", single_root=single_root)
+            best = tree_score(S, free)
+            assert got <= best
+            if is_projective(free):
+                assert got == best
+                matched += 1
+            chain = np.arange(-1, n)
+            assert got >= tree_score(S, chain)
+    assert matched > 50
