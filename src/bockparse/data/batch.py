@@ -1,0 +1,173 @@
+"""Batches: the ``Batch`` dataclass, its collation, and token-budget batch sampling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+import torch
+
+from .conllu import DataError
+from .dataset import ParserDataset
+from .subwords import Subwords
+from .vocab import PAD_INDEX, ROOT_INDEX
+
+
+@dataclass
+class Batch:
+    """``B`` padded sentences; ``N = max n + 1`` positions, ROOT at 0 (conventions in STYLE.md).
+
+    Id tensors hold ``PAD_INDEX`` (0) at padding and ``ROOT_INDEX`` (2) at position 0.
+
+    Attributes:
+        words: int64 ``[B, N]`` word ids.
+        chars: int64 ``[B, N, C]`` character ids, ``C`` the longest word of the batch (at most
+            ``max_word_chars``); ROOT is the single character ``ROOT_INDEX``.
+        upos, xpos, feats: int64 ``[B, N]`` tag ids (FEATS is one tag: the whole column).
+        heads: int64 ``[B, N]`` gold heads in ``0..n``; -1 at ROOT and padding.
+        rels: int64 ``[B, N]`` gold relation ids; -1 at ROOT, padding and for relations unseen
+            in training.
+        mask: bool ``[B, N]``, True on words: False at ROOT and padding.
+        punct: bool ``[B, N]``, True on gold punctuation words (for punctuation-excluded
+            scores).
+        lengths: int64 ``[B]`` words per sentence (ROOT excluded).
+        sentence_ids: int64 ``[B]`` index of each sentence in its dataset (file order).
+        subwords: transformer input, or ``None`` when the data module has no tokenizer.
+    """
+
+    words: torch.Tensor
+    chars: torch.Tensor
+    upos: torch.Tensor
+    xpos: torch.Tensor
+    feats: torch.Tensor
+    heads: torch.Tensor
+    rels: torch.Tensor
+    mask: torch.Tensor
+    punct: torch.Tensor
+    lengths: torch.Tensor
+    sentence_ids: torch.Tensor
+    subwords: Subwords | None
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
+        """A copy with every tensor on ``device`` (Lightning calls this to move batches)."""
+        moved = {
+            f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
+            for f in fields(self)
+            if getattr(self, f.name) is not None
+        }
+        return replace(self, **moved)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+
+class Collator:
+    """``collate_fn`` turning a list of dataset indices into a ``Batch``.
+
+    Args:
+        dataset: the ``ParserDataset`` the indices refer to.
+    """
+
+    def __init__(self, dataset: ParserDataset):
+        self.dataset = dataset
+
+    def __call__(self, indices: Sequence[int]) -> Batch:
+        ds = self.dataset
+        ids = np.asarray(indices, dtype=np.int64)
+        lengths = ds.lengths[ids]
+        N = int(lengths.max()) + 1
+        offset = np.arange(N - 1)
+        valid = offset[None, :] < lengths[:, None]  # [B, N - 1]
+        pos = np.where(valid, ds.offsets[ids][:, None] + offset[None, :], 0)  # [B, N - 1]
+
+        def positions(values: np.ndarray, root: int, pad: int) -> torch.Tensor:
+            out = np.empty((len(ids), N), dtype=values.dtype)
+            out[:, 0] = root
+            out[:, 1:] = np.where(valid, values[pos], pad)
+            return torch.from_numpy(out)
+
+        types = ds.types[pos]  # [B, N - 1]
+        C = max(1, int(ds.char_lengths[types[valid]].max()))
+        chars = np.full((len(ids), N, C), PAD_INDEX, dtype=np.int64)
+        chars[:, 0, 0] = ROOT_INDEX
+        chars[:, 1:] = np.where(valid[..., None], ds.chars[types, :C], PAD_INDEX)
+
+        subwords = None
+        if ds.wordpieces is not None:
+            subwords = ds.wordpieces.collate(
+                [ds.pieces[ds.piece_offsets[i] : ds.piece_offsets[i + 1]] for i in ids],
+                [ds.word_starts[ds.offsets[i] : ds.offsets[i + 1]] for i in ids],
+                N,
+            )
+        return Batch(
+            words=positions(ds.words, ROOT_INDEX, PAD_INDEX),
+            chars=torch.from_numpy(chars),
+            upos=positions(ds.upos, ROOT_INDEX, PAD_INDEX),
+            xpos=positions(ds.xpos, ROOT_INDEX, PAD_INDEX),
+            feats=positions(ds.feats, ROOT_INDEX, PAD_INDEX),
+            heads=positions(ds.heads, -1, -1),
+            rels=positions(ds.rels, -1, -1),
+            mask=torch.from_numpy(np.pad(valid, ((0, 0), (1, 0)))),
+            punct=positions(ds.punct, False, False),
+            lengths=torch.from_numpy(lengths),
+            sentence_ids=torch.from_numpy(ids),
+            subwords=subwords,
+        )
+
+
+class TokenBudgetSampler(torch.utils.data.Sampler[list[int]]):
+    """Batches of sentences whose words add up to at most ``batch_size``.
+
+    Sentences are sorted by length and packed greedily, so each batch holds sentences of about
+    the same length; a sentence longer than the budget is a batch on its own. With ``shuffle``,
+    equal lengths are ordered at random and the batches are shuffled, from ``(seed, epoch)``:
+    the same seed and epoch give the same batches in the same order (Lightning calls
+    ``set_epoch`` each epoch). Without it, batches come shortest first, always the same.
+
+    Args:
+        lengths: int ``[S]`` words per sentence.
+        batch_size: the word budget per batch (the Bock paper uses 5,000).
+        shuffle: shuffle per epoch (training) or not (evaluation).
+        seed: the run seed.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, *, shuffle: bool, seed: int):
+        if batch_size < 1:
+            raise DataError(f"batch_size must be a positive number of words, got {batch_size}")
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.seed = seed
+        self.epoch = 0
+        self._num_batches = len(self._pack(np.argsort(self.lengths, kind="stable")))
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch whose shuffle ``__iter__`` gives."""
+        self.epoch = epoch
+
+    def _pack(self, order: np.ndarray) -> list[list[int]]:
+        batches, current, total = [], [], 0
+        for i, n in zip(order.tolist(), self.lengths[order].tolist(), strict=True):
+            if current and total + n > self.batch_size:
+                batches.append(current)
+                current, total = [], 0
+            current.append(i)
+            total += n
+        if current:
+            batches.append(current)
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        if not self.shuffle:
+            yield from self._pack(np.argsort(self.lengths, kind="stable"))
+            return
+        rng = np.random.default_rng([self.seed, self.epoch])
+        order = rng.permutation(len(self.lengths))
+        order = order[np.argsort(self.lengths[order], kind="stable")]
+        batches = self._pack(order)
+        for k in rng.permutation(len(batches)).tolist():
+            yield batches[k]
+
+    def __len__(self) -> int:
+        return self._num_batches

@@ -1,0 +1,182 @@
+"""``ParserDataModule``: CoNLL-U train/val/test files to token-budget ``Batch`` loaders."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+from hydra.utils import to_absolute_path
+from torch.utils.data import DataLoader
+from transformers import PreTrainedTokenizerBase
+
+from .batch import Collator, TokenBudgetSampler
+from .conllu import DataError, OnMalformed, Sentence, read_conllu
+from .dataset import ParserDataset, PunctField
+from .subwords import WordPieces, load_tokenizer
+from .vocab import Vocabs
+
+SPLITS = ("train", "val", "test", "predict")
+_STAGE_SPLITS = {
+    "fit": ("train", "val"),
+    "validate": ("val",),
+    "test": ("test",),
+    "predict": ("predict",),
+}
+
+
+class ParserDataModule(pl.LightningDataModule):
+    """Train/val/test (and predict) data of a parser, configured from ``conf/data/*.yaml``.
+
+    Vocabularies come from the training file only, unless given (prediction with a trained
+    model); they are part of ``state_dict``, so Lightning checkpoints carry them. Training
+    batches are shuffled per epoch from ``seed``; evaluation batches are sorted by length, and
+    ``Batch.sentence_ids`` restores file order (see ``write_predictions``).
+
+    Args:
+        root: folder that relative file paths are resolved against (itself resolved against
+            the directory the program started in, as Hydra's ``to_absolute_path``), or
+            ``None`` for that directory.
+        train, val, test: CoNLL-U files; ``None`` for a split not used.
+        batch_size: word budget per batch.
+        min_word_freq: words seen fewer times in training become ``<unk>``.
+        max_word_chars: characters kept per word for the character model.
+        on_malformed: ``"error"`` or ``"skip"`` (see ``read_conllu``).
+        single_root: require exactly one word on ROOT in every file.
+        punct_field: ``"upos"`` or ``"xpos"``, the column marking punctuation.
+        punct_tags: the punctuation tags of that column.
+        seed: the run seed, for the training shuffle.
+        num_workers: ``DataLoader`` worker processes.
+        predict: the file to predict on; ``None`` uses ``test``.
+        tokenizer: a Hugging Face tokenizer, a local folder holding one, or ``None`` for no
+            transformer input.
+        max_length: the encoder's longest input in pieces, specials included; ``None`` takes
+            the tokenizer's ``model_max_length``.
+        vocabs: saved vocabularies (object or JSON file from ``Vocabs.save``), or ``None`` to
+            build them from ``train``.
+
+    Raises:
+        DataError: a bad setting, tokenizer or vocabulary file.
+    """
+
+    def __init__(
+        self,
+        *,
+        root: str | None,
+        train: str | None,
+        val: str | None,
+        test: str | None,
+        batch_size: int,
+        min_word_freq: int,
+        max_word_chars: int,
+        on_malformed: OnMalformed,
+        single_root: bool,
+        punct_field: PunctField,
+        punct_tags: Sequence[str],
+        seed: int,
+        num_workers: int,
+        predict: str | None = None,
+        tokenizer: PreTrainedTokenizerBase | str | None = None,
+        max_length: int | None = None,
+        vocabs: Vocabs | str | os.PathLike | None = None,
+    ):
+        super().__init__()
+        if on_malformed not in ("error", "skip"):
+            raise DataError(f"on_malformed must be 'error' or 'skip', got {on_malformed!r}")
+        base = Path(to_absolute_path(root if root is not None else "."))
+        self.paths = {
+            split: None if p is None else base / Path(p).expanduser()
+            for split, p in zip(SPLITS, (train, val, test, predict or test), strict=True)
+        }
+        self.batch_size = batch_size
+        self.min_word_freq = min_word_freq
+        self.max_word_chars = max_word_chars
+        self.on_malformed = on_malformed
+        self.single_root = single_root
+        self.punct_field = punct_field
+        self.punct_tags = list(punct_tags)
+        self.seed = seed
+        self.num_workers = num_workers
+        self.wordpieces = (
+            None if tokenizer is None else WordPieces(load_tokenizer(tokenizer), max_length)
+        )
+        self.vocabs = (
+            vocabs if vocabs is None or isinstance(vocabs, Vocabs) else Vocabs.load(vocabs)
+        )
+        self._sentences: dict[str, list[Sentence]] = {}
+        self._datasets: dict[str, ParserDataset] = {}
+
+    def sentences(self, split: str) -> list[Sentence]:
+        """The valid sentences of a split, read (and validated) on first use."""
+        if split not in SPLITS:
+            raise DataError(f"unknown split {split!r}; splits: {', '.join(SPLITS)}")
+        if split not in self._sentences:
+            path = self.paths[split]
+            if path is None:
+                raise DataError(f"no {split} file configured (set data.{split})")
+            self._sentences[split] = read_conllu(
+                path, single_root=self.single_root, on_malformed=self.on_malformed
+            )
+        return self._sentences[split]
+
+    def setup(self, stage: str | None = None) -> None:
+        """Read the splits of ``stage`` (all configured ones for ``None``) and, without given
+        vocabularies, build them from the training file."""
+        splits = _STAGE_SPLITS.get(stage, [s for s in SPLITS if self.paths[s] is not None])
+        for split in splits:
+            self.sentences(split)
+        if self.vocabs is None:
+            self.vocabs = Vocabs.build(self.sentences("train"), min_word_freq=self.min_word_freq)
+
+    def dataset(self, split: str) -> ParserDataset:
+        """The tensorised dataset of a split (built on first use, with the current vocabs)."""
+        if split not in self._datasets:
+            if self.vocabs is None:
+                raise DataError("no vocabularies: call setup() with a train file, or pass vocabs")
+            self._datasets[split] = ParserDataset(
+                self.sentences(split),
+                self.vocabs,
+                max_word_chars=self.max_word_chars,
+                punct_field=self.punct_field,
+                punct_tags=self.punct_tags,
+                wordpieces=self.wordpieces,
+            )
+        return self._datasets[split]
+
+    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+        dataset = self.dataset(split)
+        sampler = TokenBudgetSampler(
+            dataset.lengths, self.batch_size, shuffle=shuffle, seed=self.seed
+        )
+        return DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=Collator(dataset),
+            num_workers=self.num_workers,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val", shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", shuffle=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader("predict", shuffle=False)
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"vocabs": ...}`` once vocabularies exist (saved in Lightning checkpoints)."""
+        return {} if self.vocabs is None else {"vocabs": self.vocabs.to_dict()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Adopt saved vocabularies; datasets built with other ones are rebuilt on next use."""
+        if "vocabs" in state_dict:
+            vocabs = Vocabs.from_dict(state_dict["vocabs"])
+            if vocabs != self.vocabs:
+                self.vocabs = vocabs
+                self._datasets.clear()

@@ -1,0 +1,164 @@
+"""Vocabularies built from training data only, saved with the model.
+
+Word-level vocabularies (words, characters, UPOS, XPOS, FEATS) start with three specials:
+``PAD_INDEX = 0`` (padding), ``UNK_INDEX = 1`` (unseen or below the cutoff) and
+``ROOT_INDEX = 2`` (the artificial ROOT at position 0). The relation vocabulary has no specials:
+ids ``0..R-1`` index ``rel_scores[..., R]`` directly, and a relation unseen in training maps to
+``-1``, like padding, so it never counts as predicted correctly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from .conllu import DataError, Sentence, write_atomic
+
+PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
+PAD_INDEX, UNK_INDEX, ROOT_INDEX = 0, 1, 2
+SPECIALS = (PAD, UNK, ROOT)
+UNKNOWN_REL = -1
+
+
+def base_relation(label: str) -> str:
+    """The universal relation of a label: the part before the first ``:`` (``nmod:poss`` ->
+    ``nmod``)."""
+    return label.split(":", 1)[0]
+
+
+class Vocab:
+    """A token <-> id map.
+
+    Args:
+        itos: the tokens, id order; unique.
+        unk_index: the id returned for a token not in the vocabulary.
+    """
+
+    def __init__(self, itos: Sequence[str], unk_index: int):
+        self.itos = list(itos)
+        self.stoi = {token: i for i, token in enumerate(self.itos)}
+        if len(self.stoi) != len(self.itos):
+            raise ValueError("vocabulary tokens must be unique")
+        self.unk_index = unk_index
+
+    @classmethod
+    def build(
+        cls, tokens: Iterable[str], *, min_freq: int, specials: Sequence[str], unk_index: int
+    ) -> Vocab:
+        """Specials first, then tokens seen at least ``min_freq`` times, most frequent first
+        (ties in code-point order, so the ids do not depend on dict or file order)."""
+        counts = Counter(tokens)
+        kept = sorted(
+            (t for t, c in counts.items() if c >= min_freq and t not in specials),
+            key=lambda t: (-counts[t], t),
+        )
+        return cls([*specials, *kept], unk_index)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self.stoi
+
+    def __getitem__(self, token: str) -> int:
+        return self.stoi.get(token, self.unk_index)
+
+    def lookup(self, tokens: Iterable[str]) -> list[int]:
+        """Ids of ``tokens`` (``unk_index`` for unknown ones)."""
+        get, unk = self.stoi.get, self.unk_index
+        return [get(t, unk) for t in tokens]
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Vocab)
+            and self.itos == other.itos
+            and self.unk_index == other.unk_index
+        )
+
+    def __repr__(self) -> str:
+        return f"Vocab({len(self)} tokens)"
+
+
+@dataclass(frozen=True)
+class Vocabs:
+    """All vocabularies of a parser, built from its training sentences."""
+
+    words: Vocab
+    chars: Vocab
+    upos: Vocab
+    xpos: Vocab
+    feats: Vocab
+    rels: Vocab
+
+    @classmethod
+    def build(cls, sentences: Sequence[Sentence], *, min_word_freq: int) -> Vocabs:
+        """Build from training sentences.
+
+        Args:
+            sentences: the training sentences (never dev or test).
+            min_word_freq: a word form seen fewer times becomes ``<unk>``; characters and tags
+                are all kept.
+        """
+        if min_word_freq < 1:
+            raise DataError(f"min_word_freq must be >= 1, got {min_word_freq}")
+
+        def tags(column: str, min_freq: int = 1) -> Vocab:
+            values = (v for s in sentences for v in getattr(s, column))
+            return Vocab.build(values, min_freq=min_freq, specials=SPECIALS, unk_index=UNK_INDEX)
+
+        chars = (c for s in sentences for form in s.forms for c in form)
+        rels = (r for s in sentences for r in s.rels)
+        return cls(
+            words=tags("forms", min_word_freq),
+            chars=Vocab.build(chars, min_freq=1, specials=SPECIALS, unk_index=UNK_INDEX),
+            upos=tags("upos"),
+            xpos=tags("xpos"),
+            feats=tags("feats"),
+            rels=Vocab.build(rels, min_freq=1, specials=(), unk_index=UNKNOWN_REL),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``{"words": {"itos": [...], "unk_index": 1}, ...}``)."""
+        return {
+            f.name: {
+                "itos": getattr(self, f.name).itos,
+                "unk_index": getattr(self, f.name).unk_index,
+            }
+            for f in fields(self)
+        }
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> Vocabs:
+        """Inverse of ``to_dict``.
+
+        Raises:
+            DataError: a vocabulary is missing.
+        """
+        missing = [f.name for f in fields(cls) if f.name not in state]
+        if missing:
+            raise DataError(f"saved vocabularies lack {', '.join(missing)}")
+        return cls(**{f.name: Vocab(**state[f.name]) for f in fields(cls)})
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write as JSON, atomically."""
+        write_atomic(path, json.dumps(self.to_dict(), ensure_ascii=False))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Vocabs:
+        """Read a file written by ``save``.
+
+        Raises:
+            DataError: the file cannot be read or is not a saved vocabulary.
+        """
+        try:
+            state = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise DataError(f"{path}: cannot read vocabularies ({e})") from None
+        if not isinstance(state, dict):
+            raise DataError(f"{path}: not a saved vocabulary file")
+        return cls.from_dict(state)
