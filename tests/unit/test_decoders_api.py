@@ -63,7 +63,9 @@ def test_tutorial_examples(method):
     assert tree_score(S, heads) == 54
     assert heads.tolist() == [-1, 2, 0, 2, 2]
     T = tutorial_single_root()
-    assert tree_score(T, decode(T, method, single_root=False)) == 27
+    # The 27-point tree is not projective (0 -> 2 crosses 1 -> 3): Eisner's best is 21.
+    unconstrained = 27 if method in NONPROJECTIVE else 21
+    assert tree_score(T, decode(T, method, single_root=False)) == unconstrained
     assert tree_score(T, decode(T, method, single_root=True)) == 21
     assert tree_score(T, decode(T, method, root_strategy="reweight")) == 21
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import bock, bock_original, brute  # noqa: F401  (registration)
+from . import bock, bock_original, brute, cle, eisner  # noqa: F401  (registration)
 from .pool import decode_padded, default_workers
 from .registry import Decoder, get_decoder, registered_names
 from .trees import (

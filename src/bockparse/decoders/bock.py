@@ -37,13 +37,15 @@ from .trees import INTERNAL_ERROR, NEG_INF, NO_TREE, OK, enumerate_root_children
 
 
 @nb.njit(nogil=True, cache=True)
-def solve_rooted(W, heads, tracer=None):
+def solve_rooted(W, heads, slack, tracer=None):
     """Minimum-cost rooted arborescence of ``C = -W`` by Algorithm 1 (§3.2).
 
     Args:
         W: float64 ``[N, N]`` scores with ``-inf`` on forbidden arcs, column 0 and diagonal;
             read only (costs are negated on the fly, which is exact).
         heads: int64 ``[N]``; on success ``heads[j] = I*[j]`` and ``heads[0] = -1``.
+        slack: float64 ``[N]``; on success ``slack[c] = C[0, c] - U1[c]``, the final adjusted
+            cost of each root arc (``inf`` where forbidden), for the single-root bound.
         tracer: ``None`` when compiled; the step printer of ``bockparse-trace-bock`` when the
             pure-Python ``solve_rooted.py_func`` is run (its calls are pruned when ``None``).
 
@@ -129,6 +131,8 @@ def solve_rooted(W, heads, tracer=None):
             break
     heads[0] = -1
     heads[1:] = star[1:]
+    for c in range(1, N):
+        slack[c] = -W[0, c] - U1[c] if W[0, c] != NEG_INF else np.inf
     return OK
 
 
@@ -137,7 +141,7 @@ def solve(W, single_root, heads):
     """Reformulated Bock (Algorithm 1, §3.2), single root by enumeration (§4.2)."""
     if single_root:
         return enumerate_root_children(_self.solve_rooted, W, heads)
-    return solve_rooted(W, heads)
+    return solve_rooted(W, heads, np.empty(W.shape[0]))
 
 
 @register("bock")

@@ -30,13 +30,15 @@ M = np.inf  # Bock's "M": the cost of a forbidden link
 
 
 @nb.njit(nogil=True, cache=True)
-def solve_rooted(W, heads):
+def solve_rooted(W, heads, slack):
     """Minimum-cost arborescence of ``C = -W`` rooted at the origin, by Bock's procedure.
 
     Args:
         W: float64 ``[N, N]`` scores with ``-inf`` on forbidden arcs, column 0 and diagonal;
             read only.
         heads: int64 ``[N]``; on success ``heads[v] = ISTAR[v + 1] - 1`` and ``heads[0] = -1``.
+        slack: float64 ``[N]``; on success ``slack[v] = C[1, v + 1] - U1[v + 1]``, the final
+            adjusted cost of each origin link (``inf`` where forbidden).
 
     Returns:
         ``OK``; ``NO_TREE`` at L98 (no feasible link enters the active span);
@@ -138,6 +140,7 @@ def solve_rooted(W, heads):
             heads[0] = -1
             for v in range(2, N + 1):
                 heads[v - 1] = ISTAR[v] - 1
+                slack[v - 1] = C[1, v] - U1[v] if C[1, v] < M else np.inf
             return OK
 
 
@@ -146,7 +149,7 @@ def solve(W, single_root, heads):
     """Original Bock (Algol procedure, §3.1 and appendix), single root by enumeration (§4.2)."""
     if single_root:
         return enumerate_root_children(_self.solve_rooted, W, heads)
-    return solve_rooted(W, heads)
+    return solve_rooted(W, heads, np.empty(W.shape[0]))
 
 
 @register("bock-original")

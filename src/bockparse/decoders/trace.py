@@ -123,7 +123,7 @@ def trace_bock(costs: np.ndarray, out=None) -> np.ndarray | None:
         print(
             "  " + " ".join(f"{_num(c) if np.isfinite(c) else 'M':>6}" for c in costs[i]), file=out
         )
-    status = solve_rooted.py_func(W, heads, tracer)
+    status = solve_rooted.py_func(W, heads, np.empty(N), tracer)
     if status == NO_TREE:
         print("\nNo arborescence: a candidate search found no admissible arc.", file=out)
         return None

@@ -262,50 +262,49 @@ def run_kernel(solve, S, root, heads):
 def enumerate_root_children(solve, W, heads):
     """Single root by enumeration (the Bock paper §4.2 and §4.3), in place of ``solve``.
 
-    Solve the unrestricted rooted problem; if its optimum has one root child it is optimal.
-    Otherwise force each admissible root child ``c = 1..n`` in turn (every other root arc
-    forbidden), solve, and keep the best tree, the first one on ties. At most n extra solves;
-    children whose score bound (their root arc plus every other word's best non-root head)
-    falls below the best tree found are skipped, which leaves the result unchanged.
+    Solve the unrestricted rooted problem; if its optimum ``T0`` has one root child it is
+    optimal. Otherwise solve once per admissible sole root child ``c`` (every other root arc
+    forbidden) and keep the best tree, the smallest ``c`` among equal scores, i.e. the first
+    best of the enumeration ``c = 1..n``.
+
+    Children that cannot win are skipped, which leaves the result unchanged: by LP duality the
+    rooted optimum's dual (Bock's column adjustments ``U1``) bounds every tree containing
+    ``0 -> c`` by ``S(T0) - slack[c]``, with ``slack[c] = C[0, c] - U1[c] >= 0`` the final
+    adjusted cost of the root arc. Children are tried in increasing slack (those of ``T0``
+    first, slack 0) until the bound falls below the best tree found.
 
     Args:
-        solve: compiled unconstrained ``solve(W, heads) -> status``; must not modify ``W``.
+        solve: compiled unconstrained ``solve(W, heads, slack) -> status`` that must not modify
+            ``W`` and writes each root arc's final adjusted cost into ``slack`` (float64
+            ``[N]``, ``inf`` where forbidden).
         W: float64 ``[N, N]`` work matrix; restored before returning.
         heads: int64 ``[N]``, the result.
     """
-    status = solve(W, heads)
+    N = W.shape[0]
+    slack = np.full(N, np.inf)
+    status = solve(W, heads, slack)
     if status != OK or count_root_children(heads) == 1:
         return status
-    N = W.shape[0]
+    ceiling = tree_score_kernel(W, heads)
     row0 = W[0].copy()
-    # Upper bound of the tree score with sole root child c: S[0, c] plus every other word's best
-    # non-root head. A child whose bound is clearly below the best tree so far cannot win (the
-    # first best is kept on ties, so this pruning never changes the result).
-    best_inner = np.full(N, NEG_INF)
-    for d in range(1, N):
-        for h in range(1, N):
-            best_inner[d] = max(best_inner[d], W[h, d])
-    inner_total = 0.0
-    for d in range(1, N):
-        inner_total += best_inner[d]
+    unused = np.empty(N)
     trial = np.empty(N, dtype=np.int64)
     trial[0] = -1
     best = -np.inf
-    found = False
-    for c in range(1, N):
+    best_c = -1
+    for c in np.argsort(slack[1:]) + 1:
         if row0[c] == NEG_INF:
-            continue
-        if found and best_inner[c] != NEG_INF:
-            bound = inner_total - best_inner[c] + row0[c]
-            if bound < best - 1e-9 * (1.0 + abs(best)):
-                continue
+            break  # forbidden root arcs have infinite slack and sort last
+        bound = ceiling - slack[c]
+        if best_c > 0 and bound < best - 1e-9 * (1.0 + abs(best)):
+            break  # no remaining child can win or tie
         W[0, :] = NEG_INF
         W[0, c] = row0[c]
-        if solve(W, trial) == OK:
+        if solve(W, trial, unused) == OK:
             s = tree_score_kernel(W, trial)
-            if not found or s > best:
+            if best_c < 0 or s > best or (s == best and c < best_c):
                 best = s
-                found = True
+                best_c = c
                 heads[:] = trial
     W[0, :] = row0
-    return OK if found else NO_TREE
+    return OK if best_c > 0 else NO_TREE
