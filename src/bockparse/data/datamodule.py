@@ -87,7 +87,7 @@ class ParserDataModule(pl.LightningDataModule):
             raise DataError(f"on_malformed must be 'error' or 'skip', got {on_malformed!r}")
         base = Path(to_absolute_path(root if root is not None else "."))
         self.paths = {
-            split: None if p is None else base / Path(p).expanduser()
+            split: None if p is None else Path(os.path.normpath(base / Path(p).expanduser()))
             for split, p in zip(SPLITS, (train, val, test, predict or test), strict=True)
         }
         self.batch_size = batch_size
@@ -123,11 +123,12 @@ class ParserDataModule(pl.LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         """Read the splits of ``stage`` (all configured ones for ``None``) and, without given
-        vocabularies, build them from the training file."""
+        vocabularies, build them from the training file if there is one (when testing from a
+        checkpoint, Lightning calls ``setup`` before ``load_state_dict``)."""
         splits = _STAGE_SPLITS.get(stage, [s for s in SPLITS if self.paths[s] is not None])
         for split in splits:
             self.sentences(split)
-        if self.vocabs is None:
+        if self.vocabs is None and self.paths["train"] is not None:
             self.vocabs = Vocabs.build(self.sentences("train"), min_word_freq=self.min_word_freq)
 
     def dataset(self, split: str) -> ParserDataset:
