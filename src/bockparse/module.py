@@ -1,0 +1,234 @@
+"""The LightningModule: it wires the scorer, the loss, the decoder, the metrics and the optimisers.
+
+Training follows the Bock paper's protocol (§5 and its appendix): the condition's loss in
+``training_step``; development and test batches decoded with the condition's decoder under the
+single-root constraint; Stanza's two optimisers, stage 1 (Adadelta) then stage 2 (Adam), whose
+switch, plateau decay and stopping are decided by :class:`bockparse.schedule.StanzaSchedule`.
+Optimisation is manual so that the active stage, the learning-rate factors and the warm-ups are
+explicit. Every number comes from ``conf/optim``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch import nn
+
+from .data.batch import Batch
+from .decoders import decode_batch, get_decoder
+from .losses import LossOutput
+from .metrics import NAMES, AttachmentScores, metric_key, scored_words, sentence_counts
+from .model.outputs import ParserScores
+
+STAGES = ("val", "test")
+
+
+def warmup(step: int, steps: int) -> float:
+    """Linear warm-up factor ``min(1, (step + 1) / steps)`` (1 when ``steps`` is 0)."""
+    return 1.0 if steps <= 0 else min(1.0, (step + 1) / steps)
+
+
+class ParserModule(pl.LightningModule):
+    """Scorer + loss + decoder, trained with Stanza's two-stage schedule.
+
+    Args:
+        scorer: maps a ``Batch`` to ``ParserScores``.
+        loss: ``loss(scores, batch) -> LossOutput``.
+        decoder: registry name of the decoder for development and test predictions.
+        relations: relation labels, the scorer's ``R`` classes in order.
+        stage1, stage2: optimiser factories (``torch.optim`` classes with their settings bound,
+            Hydra ``_partial_``), called with parameter groups.
+        stage2_warmup: linear warm-up of stage 2 in updates.
+        transformer_lr_scale: the transformer's learning rate relative to the others (``None``
+            without a transformer).
+        transformer_warmup: linear warm-up of the transformer's learning rate in updates.
+        max_grad_norm: gradient clipping by norm.
+        exclude_punct: a punctuation exclusion of :mod:`bockparse.metrics` for the dev/test
+            scores, or ``None`` (punctuation included, as in the paper's main results).
+    """
+
+    def __init__(
+        self,
+        *,
+        scorer: nn.Module,
+        loss: Callable[[ParserScores, Batch], LossOutput],
+        decoder: str,
+        relations: Sequence[str],
+        stage1: Callable[..., torch.optim.Optimizer],
+        stage2: Callable[..., torch.optim.Optimizer],
+        stage2_warmup: int,
+        transformer_lr_scale: float | None,
+        transformer_warmup: int,
+        max_grad_norm: float,
+        exclude_punct: str | None,
+    ) -> None:
+        super().__init__()
+        get_decoder(decoder)
+        self.automatic_optimization = False
+        self.scorer = scorer
+        self.loss = loss
+        self.decoder = decoder
+        self.relations = list(relations)
+        self.stage1, self.stage2 = stage1, stage2
+        self.stage2_warmup = stage2_warmup
+        self.transformer_lr_scale = transformer_lr_scale
+        self.transformer_warmup = transformer_warmup
+        self.max_grad_norm = max_grad_norm
+        self.exclude_punct = exclude_punct
+        self.metrics = nn.ModuleDict({s: AttachmentScores() for s in STAGES})
+        self.stage = 1
+        self.stage_start = 0
+        self.lr_factor = 1.0
+        self.decode_seconds = 0.0
+        self.predictions: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {
+            s: {} for s in STAGES
+        }
+        self.scores: dict[str, dict[str, float]] = {}  # last rates per stage, full precision
+
+    # -- optimisation -------------------------------------------------------------------------
+
+    def _groups(self) -> list[dict[str, Any]]:
+        encoder = getattr(self.scorer, "encoder", None)
+        inner = {id(p) for p in encoder.parameters()} if encoder is not None else set()
+        rest = [p for p in self.parameters() if id(p) not in inner]
+        groups = [{"params": rest, "name": "parser"}]
+        if inner:
+            groups.append({"params": list(encoder.parameters()), "name": "transformer"})
+        return groups
+
+    def configure_optimizers(self):
+        return [self.stage1(self._groups()), self.stage2(self._groups())]
+
+    def start_stage_two(self, step: int) -> None:
+        """Switch to the stage-2 optimiser from update ``step`` (called by the schedule)."""
+        self.stage, self.stage_start, self.lr_factor = 2, step, 1.0
+
+    def _set_learning_rates(self, optimizer: torch.optim.Optimizer) -> None:
+        step = self.global_step
+        factor = self.lr_factor
+        if self.stage == 2:
+            factor *= warmup(step - self.stage_start, self.stage2_warmup)
+        for group in optimizer.param_groups:
+            group.setdefault("base_lr", group["lr"])
+            lr = group["base_lr"] * factor
+            if group["name"] == "transformer":
+                lr *= self.transformer_lr_scale * warmup(step, self.transformer_warmup)
+            group["lr"] = lr
+
+    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        optimizer = self.optimizers()[self.stage - 1]
+        out = self.loss(self.scorer(batch), batch)
+        if not torch.isfinite(out.loss):
+            raise FloatingPointError(
+                f"training loss is {out.loss.item()} at update {self.global_step}: "
+                "lower the learning rate or check the data"
+            )
+        optimizer.zero_grad()
+        self.manual_backward(out.loss)
+        self.clip_gradients(optimizer, gradient_clip_val=self.max_grad_norm,
+                            gradient_clip_algorithm="norm")  # fmt: skip
+        self._set_learning_rates(optimizer.optimizer)
+        optimizer.step()
+        self.decode_seconds += out.decode_seconds
+        size = len(batch)
+        self.log("train/loss", out.loss.detach(), prog_bar=True, batch_size=size)
+        self.log("train/decode_seconds", out.decode_seconds, batch_size=size)
+        self.log("train/stage", float(self.stage), batch_size=size)
+        for group in optimizer.optimizer.param_groups:
+            self.log(f"lr/{group['name']}", group["lr"], batch_size=size)
+        return out.loss.detach()
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    def predict_trees(self, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+        """Heads (the run's decoder, single root) and relations (best at the predicted head).
+
+        Returns:
+            int64 ``[B, N]`` heads (0 at ROOT and padding) and relation ids.
+        """
+        scores = self.scorer(batch)
+        start = time.perf_counter()
+        trees = decode_batch(scores.arc.detach().float(), batch.lengths, self.decoder,
+                             single_root=True)  # fmt: skip
+        self.decode_seconds += time.perf_counter() - start
+        heads = np.zeros(tuple(batch.mask.shape), dtype=np.int64)
+        for b, h in enumerate(trees):
+            heads[b, 1 : len(h)] = h[1:]
+        index = torch.from_numpy(heads).to(scores.rel.device)
+        R = scores.rel.shape[-1]
+        at_head = scores.rel.gather(1, index[:, None, :, None].expand(-1, 1, -1, R)).squeeze(1)
+        return heads, at_head.argmax(dim=-1).cpu().numpy()
+
+    def _evaluate(self, stage: str, batch: Batch) -> None:
+        heads, rels = self.predict_trees(batch)
+        dataset = self.trainer.datamodule.dataset(stage)
+        counts = np.zeros(5, dtype=np.int64)
+        for b, sid in enumerate(batch.sentence_ids.tolist()):
+            gold = dataset.sentences[sid]
+            n = len(gold)
+            labels = [self.relations[r] for r in rels[b, 1 : n + 1]]
+            scored = scored_words(gold, self.exclude_punct)
+            counts += sentence_counts(gold, heads[b, 1 : n + 1], labels, scored)
+            self.predictions[stage][sid] = (heads[b, : n + 1], rels[b, : n + 1])
+        self.metrics[stage].update(counts)
+
+    def _log_scores(self, stage: str) -> None:
+        scores = self.metrics[stage].compute()
+        self.scores[stage] = scores
+        for name in NAMES:
+            self.log(metric_key(stage, name), scores[name], prog_bar=name == "las")
+        self.log(metric_key(stage, "decode_seconds"), self.decode_seconds)
+        self.metrics[stage].reset()
+
+    def on_validation_epoch_start(self) -> None:
+        self.predictions["val"].clear()
+
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        self._evaluate("val", batch)
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_scores("val")
+
+    def on_test_epoch_start(self) -> None:
+        self.predictions["test"].clear()
+
+    def test_step(self, batch: Batch, batch_idx: int) -> None:
+        self._evaluate("test", batch)
+
+    def on_test_epoch_end(self) -> None:
+        self._log_scores("test")
+
+    def write_predictions(self, stage: str, path: str | Path) -> None:
+        """Write the last ``stage`` predictions as CoNLL-U in file order (atomically)."""
+        from .data.dataset import write_predictions
+
+        done = self.predictions[stage]
+        dataset = self.trainer.datamodule.dataset(stage)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_predictions(
+            path,
+            dataset,
+            {sid: h for sid, (h, _) in done.items()},
+            {sid: r for sid, (_, r) in done.items()},
+        )
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["bockparse"] = {
+            "stage": self.stage,
+            "stage_start": self.stage_start,
+            "lr_factor": self.lr_factor,
+            "decode_seconds": self.decode_seconds,
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        state = checkpoint["bockparse"]
+        self.stage, self.stage_start = state["stage"], state["stage_start"]
+        self.lr_factor, self.decode_seconds = state["lr_factor"], state["decode_seconds"]
