@@ -125,6 +125,9 @@ class TokenBudgetSampler(torch.utils.data.Sampler[list[int]]):
     the same seed and epoch give the same batches in the same order (Lightning calls
     ``set_epoch`` each epoch). Without it, batches come shortest first, always the same.
 
+    It yields lists of indices: use it as ``DataLoader(dataset, sampler=..., batch_size=None,
+    collate_fn=Collator(dataset))`` (as ``ParserDataModule`` does).
+
     Args:
         lengths: int ``[S]`` words per sentence.
         batch_size: the word budget per batch (the Bock paper uses 5,000).

@@ -151,9 +151,12 @@ class ParserDataModule(pl.LightningDataModule):
         sampler = TokenBudgetSampler(
             dataset.lengths, self.batch_size, shuffle=shuffle, seed=self.seed
         )
+        # The sampler yields whole batches (batch_size=None): Lightning then finds it as
+        # ``loader.sampler`` and calls its ``set_epoch``, which it does not on a batch_sampler.
         return DataLoader(
             dataset,
-            batch_sampler=sampler,
+            sampler=sampler,
+            batch_size=None,
             collate_fn=Collator(dataset),
             num_workers=self.num_workers,
         )

@@ -21,7 +21,7 @@ PunctField = Literal["upos", "xpos"]
 
 
 class ParserDataset(torch.utils.data.Dataset):
-    """Sentences of one file as id arrays; item ``i`` is just ``i`` (``collate`` gathers).
+    """Sentences of one file as id arrays; item ``i`` is just ``i`` (``Collator`` gathers).
 
     Args:
         sentences: valid sentences from ``read_conllu``, in file order.
@@ -108,7 +108,8 @@ class ParserDataset(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.sentences)
 
-    def __getitem__(self, index: int) -> int:
+    def __getitem__(self, index: int | list[int]) -> int | list[int]:
+        # ``collate`` gathers from the arrays; a batch sampler's list of indices passes through
         return index
 
 

@@ -163,7 +163,8 @@ def test_predictions_restored_to_file_order(
 ) -> None:
     loader = DataLoader(
         mwt,
-        batch_sampler=TokenBudgetSampler(mwt.lengths, 10, shuffle=True, seed=3),
+        sampler=TokenBudgetSampler(mwt.lengths, 10, shuffle=True, seed=3),
+        batch_size=None,
         collate_fn=Collator(mwt),
     )
     heads, rels = {}, {}

@@ -134,8 +134,8 @@ def test_loaders_use_the_budget_and_the_seed(repo: Path) -> None:
         dm = fixture_module(repo, train="basic.conllu", batch_size=5, seed=seed)
         dm.setup("fit")
         loader = dm.train_dataloader()
-        assert isinstance(loader.batch_sampler, TokenBudgetSampler)
-        assert loader.batch_sampler.seed == seed
+        assert isinstance(loader.sampler, TokenBudgetSampler)
+        assert loader.sampler.seed == seed
         return [b.sentence_ids.tolist() for b in loader]
 
     assert train_batches(1) == train_batches(1)
