@@ -1,0 +1,554 @@
+"""K-best non-projective dependency trees (Zmigrod, Vieira & Cotterell 2021), exact with ties.
+
+Public API::
+
+    kbest(scores, k, *, single_root=True) -> [(tree_score, heads), ...]   best first
+    iter_kbest(scores, *, single_root=True) -> iterator of (tree_score, heads), nonincreasing
+
+Conventions as :func:`bockparse.decoders.decode` (``scores[h, d]``, node 0 the root, ``-inf``
+forbids an arc, column 0 and the diagonal ignored, the input never modified).
+
+The search (Zmigrod et al. 2021 §4, ``kbest``; Camerini et al. 1980). A *cell* is a set of
+trees given by constraints on the score matrix: banned arcs, forced arcs (every other head of
+their dependent banned) and, under the root constraint, possibly a sole admissible root child.
+A priority queue holds disjoint cells, each keyed by the best tree in it that has not been
+output; popping the largest key outputs that tree and splits the rest of the cell into cells
+again. Three kinds:
+
+* ``U(G', T, e)``: the trees of ``G'`` except its best tree ``T`` (already output), keyed by the
+  second-best weight ``w(G'^(2))``, with an arc ``e`` of ``T`` such that ``G'^(2) = (G' - e)^(1)``
+  (the second-best theorem, §3). Popping outputs ``T2 = (G' - e)^(1)`` and pushes
+  ``U(G' - e, T2, .)`` and ``U(G' + e, T, .)``: a tree other than ``T`` and ``T2`` either lacks
+  ``e`` or contains it.
+* ``R(B)`` (root constraint, ``kbest_dep`` of §5): the dependency trees whose root child is not
+  in ``B``, keyed by their best ``T`` (the compiled Gabow–Tarjan decoder of :mod:`.tarjan` on
+  the matrix without the root arcs to ``B``). Popping outputs ``T``, with root child ``j``, and
+  pushes ``R(B + j)`` and ``U(G' + (0 -> j), T, .)``, where every root arc but ``0 -> j`` is
+  banned, so that every tree of the cell is a dependency tree (the lemma of §5 that
+  ``G^[2]`` is ``(G - e_root)^[1]`` or ``(G + e_root)^[2]``).
+* ``F(G', T)``: a cell whose best tree ``T`` has not been output (see the tie guard below).
+
+Second best (``next`` of §3: the blue-edge base case and the expansion lemma, unrolled over
+the contraction sequence). The compiled corrected Tarjan of :mod:`.tarjan` (the same dense
+O(N^2) scheme, extended) keeps, for every component, its incoming array with the best and the
+second-best arc from every source node (different dependents), and the reconstruction forest.
+Every arc of ``T`` is a forest node that the recovery keeps, the selection of one component
+``c`` at one level of the contraction sequence (the base graph for the top-level components,
+the graph of a contracted cycle for its other members). Its best swap replaces it by the best
+arc entering ``c`` whose source is not a descendant, in ``T``, of the arc's dependent (a blue
+arc: the swap leaves a tree at that level), or by the second-best arc from the same source;
+the swap with the least loss gives ``w(G^(2))`` and the arc ``e``. One pass over the incoming
+arrays: O(N^2) for ``next``, so O(K N^2) beyond the first tree.
+
+Ties. ``U(G' + e, T, .)`` needs the cell's best tree to be ``T`` itself, which a fresh solve
+of ``G' + e`` may not return among equal-weight trees: the second best is then computed for a
+different tree and ``T`` would come out twice. The result of the solve is therefore compared
+with ``T``; on a mismatch the cell ``G' + e`` minus ``T`` is split instead by Lawler's
+partition around ``T`` (ban its first free arc; force it and ban the second; ...), each part
+an ``F`` cell solved afresh. This keeps the cells disjoint, so no tree is output twice, and
+every list equals the brute-force top-k (as a multiset of scores) on ties of any kind.
+
+The reference implementation of the paper is known to misorder and repeat trees under the
+root constraint with negative scores; nothing here depends on the sign of the scores: root
+children are handled only by partitioning on the root arc, never by reweighting.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator
+
+import numba as nb
+import numpy as np
+
+from .tarjan import solve_tarjan
+from .trees import NEG_INF, NO_TREE, OK, NoTreeError, explain_no_tree, find_bad_cell, load_scores
+
+MISMATCH = 10  # the fresh solve returned another tree than the reference (ties)
+
+_R, _U, _F = 0, 1, 2
+
+
+@nb.njit(nogil=True, cache=True)
+def _build(W0, bans, forced, root_only, Wm):
+    """The cell's matrix: ``W0`` with forced arcs (codes ``h * N + d``), bans and root child."""
+    N = W0.shape[0]
+    Wm[:, :] = W0
+    for code in forced:
+        h = code // N
+        d = code % N
+        keep = Wm[h, d]
+        for u in range(N):
+            Wm[u, d] = NEG_INF
+        Wm[h, d] = keep
+    for code in bans:
+        Wm[code // N, code % N] = NEG_INF
+    if root_only >= 0:
+        keep = Wm[0, root_only]
+        for d in range(N):
+            Wm[0, d] = NEG_INF
+        Wm[0, root_only] = keep
+
+
+@nb.njit(nogil=True, cache=True)
+def _score(W, heads):
+    """Tree score in float64, summed over words in increasing order."""
+    s = 0.0
+    for d in range(1, heads.shape[0]):
+        s += W[heads[d], d]
+    return s
+
+
+@nb.njit(nogil=True, cache=True)
+def _solve_struct(W, heads, MW, MD, MW2, iw, fw):
+    """Unconstrained corrected Tarjan (as :func:`.tarjan.solve_tarjan`) keeping its structure.
+
+    Besides the best arc from each source node, merged incoming arrays keep the second-best
+    arc from that node into the component (``MW2``, another dependent). ``iw`` rows: see the
+    names below; ``fcomp[f]`` is the component whose selection forest node ``f`` is and
+    ``incl[f]`` says whether the recovery kept it as a tree arc.
+
+    Returns:
+        ``(status, number of forest nodes)``.
+    """
+    N = W.shape[0]
+    comp = iw[0]
+    nxt = iw[1]
+    wpar = iw[2]
+    leaf = iw[3]
+    gh = iw[4]
+    first = iw[5]
+    last = iw[6]
+    sel_src = iw[7]
+    sel_f = iw[8]
+    fsrc = iw[9]
+    fdep = iw[10]
+    fpar = iw[11]
+    members = iw[12]
+    fcomp = iw[13]
+    incl = iw[14]
+    sel_w = fw[0]
+    gw = fw[1]
+    heads[0] = -1
+    for d in range(N):
+        gw[d] = NEG_INF
+        gh[d] = -1
+        comp[d] = d
+        nxt[d] = -1
+        wpar[d] = d
+        first[d] = d
+        last[d] = d
+        sel_src[d] = -1
+    for h in range(N):
+        row = W[h]
+        for d in range(1, N):
+            x = row[d]
+            if x > gw[d]:
+                gw[d] = x
+                gh[d] = h
+    nf = 0
+    nm = 0
+    for v in range(1, N):
+        c = v
+        bw = gw[v]
+        bsrc = gh[v]
+        bdep = v
+        while True:
+            if bsrc < 0:
+                return NO_TREE, nf
+            f = nf
+            nf += 1
+            fpar[f] = -1
+            fsrc[f] = bsrc
+            fdep[f] = bdep
+            fcomp[f] = c
+            sel_f[c] = f
+            sel_w[c] = bw
+            sel_src[c] = bsrc
+            if c < N:
+                leaf[c] = f
+            if bsrc == 0:
+                break
+            rc = first[c]
+            while wpar[rc] != rc:
+                wpar[rc] = wpar[wpar[rc]]
+                rc = wpar[rc]
+            ru = bsrc
+            while wpar[ru] != ru:
+                wpar[ru] = wpar[wpar[ru]]
+                ru = wpar[ru]
+            if rc != ru:
+                wpar[rc] = ru
+                break
+            k = nm
+            nm += 1
+            nc = N + k
+            nmem = 0
+            x = comp[bsrc]
+            while x != c:
+                members[nmem] = x
+                nmem += 1
+                if nmem >= N or sel_src[x] < 0:
+                    return MISMATCH + 1, nf  # broken invariant
+                x = comp[sel_src[x]]
+            members[nmem] = c
+            nmem += 1
+            row = MW[k]
+            row2 = MW2[k]
+            drow = MD[k]
+            for i in range(nmem):
+                m = members[i]
+                s = sel_w[m]
+                for u in range(N):
+                    if m < N:
+                        b = W[u, m] - s
+                        dd = m
+                        s2 = NEG_INF
+                    else:
+                        b = MW[m - N, u] - s
+                        dd = MD[m - N, u]
+                        s2 = MW2[m - N, u] - s
+                    if i == 0:
+                        row[u] = b
+                        drow[u] = dd
+                        row2[u] = s2
+                    elif b > row[u]:
+                        row2[u] = max(row[u], s2)
+                        row[u] = b
+                        drow[u] = dd
+                    elif b > row2[u]:
+                        row2[u] = b
+            for i in range(nmem):
+                m = members[i]
+                fpar[sel_f[m]] = nf
+                v2 = first[m]
+                while v2 >= 0:
+                    comp[v2] = nc
+                    row[v2] = NEG_INF
+                    row2[v2] = NEG_INF
+                    v2 = nxt[v2]
+                if i == 0:
+                    first[nc] = first[m]
+                else:
+                    nxt[last[nc]] = first[m]
+                last[nc] = last[m]
+            bw = NEG_INF
+            bsrc = -1
+            for u in range(N):
+                if row[u] > bw:
+                    bw = row[u]
+                    bsrc = u
+            if bsrc >= 0:
+                bdep = drow[bsrc]
+            c = nc
+    for f in range(nf):
+        incl[f] = 0
+    for f in range(nf - 1, -1, -1):
+        if incl[f] < 0:
+            continue
+        v = fdep[f]
+        heads[v] = fsrc[f]
+        incl[f] = 1
+        x = leaf[v]
+        while x != f:
+            if x < 0:
+                return MISMATCH + 1, nf
+            incl[x] = -1
+            x = fpar[x]
+    for f in range(nf):
+        if incl[f] < 0:
+            incl[f] = 0
+    return OK, nf
+
+
+@nb.njit(nogil=True, cache=True)
+def _best_swap(W, heads, MW, MW2, iw, fw, nf):
+    """The least-loss swap of one tree arc (§3): ``(loss, source, dependent)``, or ``inf``."""
+    N = W.shape[0]
+    fsrc = iw[9]
+    fdep = iw[10]
+    fcomp = iw[13]
+    incl = iw[14]
+    tin = iw[15]
+    size = iw[16]
+    cstart = iw[17]
+    clist = iw[18]
+    stack = iw[19]
+    sel_w = fw[0]
+    # Preorder intervals of the tree: u is below v iff tin[v] <= tin[u] < tin[v] + size[v].
+    for u in range(N + 1):
+        cstart[u] = 0
+    for d in range(1, N):
+        cstart[heads[d] + 1] += 1
+    for u in range(N):
+        cstart[u + 1] += cstart[u]
+    for u in range(N):
+        size[u] = cstart[u]  # fill cursor
+    for d in range(1, N):
+        h = heads[d]
+        clist[size[h]] = d
+        size[h] += 1
+    sp = 1
+    stack[0] = 0
+    t = 0
+    while sp > 0:
+        sp -= 1
+        u = stack[sp]
+        tin[u] = t
+        t += 1
+        for i in range(cstart[u], cstart[u + 1]):
+            stack[sp] = clist[i]
+            sp += 1
+    order = stack  # the stack is empty: reuse it for the preorder list
+    for u in range(N):
+        order[tin[u]] = u
+    for u in range(N):
+        size[u] = 1
+    for i in range(N - 1, 0, -1):
+        u = order[i]
+        size[heads[u]] += size[u]
+    best = np.inf
+    bsrc = -1
+    bdep = -1
+    for f in range(nf):
+        if incl[f] != 1:
+            continue
+        c = fcomp[f]
+        v = fdep[f]
+        uf = fsrc[f]
+        lo = tin[v]
+        hi = lo + size[v]
+        alt = NEG_INF
+        if c < N:
+            for u in range(N):
+                tu = tin[u]
+                if (tu >= lo and tu < hi) or u == uf:
+                    continue
+                x = W[u, v]
+                if x > alt:
+                    alt = x
+        else:
+            row = MW[c - N]
+            for u in range(N):
+                tu = tin[u]
+                if tu >= lo and tu < hi:
+                    continue
+                x = MW2[c - N, u] if u == uf else row[u]
+                if x > alt:
+                    alt = x
+        if alt > NEG_INF:
+            loss = sel_w[c] - alt
+            if loss < best:
+                best = loss
+                bsrc = uf
+                bdep = v
+    return best, bsrc, bdep
+
+
+@nb.njit(nogil=True, cache=True)
+def _next(W0, bans, forced, root_only, ref, heads, Wm, MW, MD, MW2, iw, fw):
+    """Best tree of a cell and its best swap: ``(status, score, second score, e code)``.
+
+    ``ref``: the tree the cell's best must be (length 0: none); ``MISMATCH`` otherwise.
+    """
+    N = W0.shape[0]
+    _build(W0, bans, forced, root_only, Wm)
+    status, nf = _solve_struct(Wm, heads, MW, MD, MW2, iw, fw)
+    if status != OK:
+        return status, NEG_INF, NEG_INF, -1
+    if ref.shape[0] > 0:
+        for d in range(1, N):
+            if heads[d] != ref[d]:
+                return MISMATCH, NEG_INF, NEG_INF, -1
+    score = _score(W0, heads)
+    loss, esrc, edep = _best_swap(Wm, heads, MW, MW2, iw, fw, nf)
+    if esrc < 0:
+        return OK, score, NEG_INF, -1
+    return OK, score, score - loss, esrc * N + edep
+
+
+@nb.njit(nogil=True, cache=True)
+def _single(W0, bans, heads, Wm):
+    """Best single-root tree with the root arcs in ``bans`` removed: ``(status, score)``."""
+    _build(W0, bans, bans[:0], -1, Wm)
+    status = solve_tarjan(Wm, True, heads)
+    if status != OK:
+        return status, NEG_INF
+    return OK, _score(W0, heads)
+
+
+class _Cells:
+    """Work buffers and the compiled steps for one score matrix."""
+
+    def __init__(self, W0: np.ndarray):
+        N = W0.shape[0]
+        self.W0 = W0
+        self.N = N
+        self.Wm = np.empty((N, N))
+        rows = max(N - 2, 1)
+        self.MW = np.empty((rows, N))
+        self.MW2 = np.empty((rows, N))
+        self.MD = np.empty((rows, N), dtype=np.int64)
+        self.iw = np.empty((20, 2 * N + 1), dtype=np.int64)
+        self.fw = np.empty((2, 2 * N))
+        self.none = np.empty(0, dtype=np.int64)
+
+    def next(self, bans, forced, root_only, ref=None):
+        heads = np.empty(self.N, dtype=np.int64)
+        status, score, second, e = _next(
+            self.W0, bans, forced, root_only, self.none if ref is None else ref, heads,
+            self.Wm, self.MW, self.MD, self.MW2, self.iw, self.fw,
+        )  # fmt: skip
+        return status, heads, score, second, e
+
+    def single(self, bans):
+        heads = np.empty(self.N, dtype=np.int64)
+        status, score = _single(self.W0, bans, heads, self.Wm)
+        return status, heads, score
+
+
+def _to_matrix(scores) -> np.ndarray:
+    if hasattr(scores, "detach"):  # torch.Tensor
+        t = scores.detach()
+        if not t.is_floating_point():
+            t = t.double()
+        scores = t.cpu().numpy()
+    S = np.asarray(scores)
+    if S.dtype not in (np.float32, np.float64):
+        if not (np.issubdtype(S.dtype, np.number) or S.dtype == bool):
+            raise ValueError(f"scores must be a float array, got dtype {S.dtype}")
+        S = S.astype(np.float64)
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"scores must be a square [N, N] matrix, got shape {S.shape}")
+    if S.shape[0] < 2:
+        raise ValueError("scores is empty: need N = n + 1 >= 2 (at least one word)")
+    return S
+
+
+def _prepare(scores) -> tuple[np.ndarray, np.ndarray]:
+    S = _to_matrix(scores)
+    W0 = np.empty(S.shape, dtype=np.float64)
+    if load_scores(S, W0) != OK:
+        raise ValueError(find_bad_cell(S))
+    return S, W0
+
+
+def iter_kbest(scores, *, single_root: bool = True) -> Iterator[tuple[float, np.ndarray]]:
+    """Every (dependency) tree of ``scores`` in nonincreasing order of score.
+
+    Args:
+        scores: float ``[N, N]`` array or tensor, ``scores[h, d]``; ``-inf`` forbids an arc.
+        single_root: only trees with exactly one word attached to ROOT (``kbest_dep``).
+
+    Returns:
+        An iterator of ``(tree_score, heads)``: ``tree_score`` a float64 sum of the original
+        scores, ``heads`` a fresh int64 ``[N]`` array with ``heads[0] == -1``; it stops after
+        the last tree. Equal scores come in an unspecified order; scores that differ only by
+        float64 rounding may too.
+
+    Raises:
+        ValueError: not a square non-empty matrix, a NaN cell, or a ``+inf`` admissible cell.
+        NoTreeError: no (single-root) tree avoids the forbidden arcs (raised by this call).
+    """
+    S, W0 = _prepare(scores)
+    cells = _Cells(W0)
+    none = cells.none
+    if single_root:
+        status, heads, score = cells.single(none)
+        first = (_R, (heads, score, none))
+    else:
+        status, heads, score, second, e = cells.next(none, none, -1)
+        first = (_F, (heads, score, none, none, -1, second, e))
+    if status != OK:
+        if status == NO_TREE:
+            raise NoTreeError(explain_no_tree(S, single_root=single_root))
+        raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
+    return _search(cells, score, first)
+
+
+def _search(cells: _Cells, key: float, first) -> Iterator[tuple[float, np.ndarray]]:
+    N = cells.N
+    none = cells.none
+    seq = itertools.count()
+    heap = [(-key, next(seq), *first)]
+
+    def push_rest(bans, forced, root_only, ref):
+        """Push the cell (bans, forced, root_only) minus its best tree ``ref``."""
+        status, heads, _, second, e = cells.next(bans, forced, root_only, ref)
+        if status == OK:
+            if e >= 0:
+                heapq.heappush(heap, (-second, next(seq), _U, (ref, bans, forced, root_only, e)))
+            return
+        if status != MISMATCH:
+            raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
+        # Ties: the fresh solve found another best tree. Lawler's partition around ref.
+        fixed = set(int(c) % N for c in forced)
+        if root_only >= 0:
+            fixed.add(root_only)
+        for d in range(1, N):
+            if d in fixed:
+                continue
+            arc = np.int64(ref[d] * N + d)
+            status, heads, score, second, e = cells.next(np.append(bans, arc), forced, root_only)
+            if status == OK:
+                cell = (heads, score, np.append(bans, arc), forced, root_only, second, e)
+                heapq.heappush(heap, (-score, next(seq), _F, cell))
+            elif status != NO_TREE:
+                raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
+            forced = np.append(forced, arc)
+
+    while heap:
+        _, _, kind, cell = heapq.heappop(heap)
+        if kind == _R:
+            heads, score, bans = cell
+            yield score, heads.copy()
+            j = int(np.flatnonzero(heads[1:] == 0)[0]) + 1
+            banned = np.append(bans, np.int64(j))  # the root arc 0 -> j has code j
+            status, other, other_score = cells.single(banned)
+            if status == OK:
+                heapq.heappush(heap, (-other_score, next(seq), _R, (other, other_score, banned)))
+            elif status != NO_TREE:
+                raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
+            push_rest(none, none, j, heads)
+        elif kind == _F:
+            heads, score, bans, forced, root_only, second, e = cell
+            yield score, heads.copy()
+            if e >= 0:
+                heapq.heappush(heap, (-second, next(seq), _U, (heads, bans, forced, root_only, e)))
+        else:
+            best, bans, forced, root_only, e = cell
+            without = np.append(bans, np.int64(e))
+            status, heads, score, second, e2 = cells.next(without, forced, root_only)
+            if status != OK:
+                raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
+            yield score, heads.copy()
+            if e2 >= 0:
+                heapq.heappush(heap, (-second, next(seq), _U, (heads, without, forced, root_only, e2)))
+            push_rest(bans, np.append(forced, np.int64(e)), root_only, best)
+
+
+def kbest(scores, k: int, *, single_root: bool = True) -> list[tuple[float, np.ndarray]]:
+    """The ``k`` highest-scoring (dependency) trees, best first (fewer if fewer exist).
+
+    Args:
+        scores: float ``[N, N]`` array or tensor, ``scores[h, d]``; ``-inf`` forbids an arc.
+        k: number of trees, ``>= 0``.
+        single_root: only trees with exactly one word attached to ROOT (``kbest_dep``, §5).
+
+    Returns:
+        ``[(tree_score, heads), ...]`` in nonincreasing order of score, no tree twice;
+        ``tree_score`` is the float64 sum of the original scores of the tree's arcs.
+
+    Raises:
+        ValueError: ``k`` negative or not an integer; a malformed matrix as in ``decode``.
+        NoTreeError: ``k >= 1`` and no (single-root) tree avoids the forbidden arcs.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    if k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k}")
+    if k == 0:
+        _prepare(scores)
+        return []
+    return list(itertools.islice(iter_kbest(scores, single_root=single_root), int(k)))
