@@ -248,10 +248,10 @@ def parse_conllu(
 ) -> tuple[list[Sentence], list[Problem]]:
     """Read and validate a CoNLL-U file, without any malformed-data policy.
 
-    Checks: UTF-8; LF line ends; 10 tab-separated, non-empty columns; integer (or MWT/empty-node)
-    IDs numbered ``1..n`` in order; integer HEAD in ``0..n``; no self-loop; no cycle; at least one
-    word on ROOT, exactly one when ``single_root``; no empty sentence; a blank line after every
-    sentence and no extra one; unique ``sent_id``. O(file size).
+    Checks: UTF-8 without BOM; LF line ends; 10 tab-separated, non-empty columns; integer (or
+    MWT/empty-node) IDs numbered ``1..n`` in order; integer HEAD in ``0..n``; no self-loop; no
+    cycle; at least one word on ROOT, exactly one when ``single_root``; no empty sentence; a blank
+    line after every sentence and no extra one; unique ``sent_id``. O(file size).
 
     Args:
         path: the file; messages name it as given.
@@ -273,6 +273,9 @@ def parse_conllu(
     if lines[-1] == "":  # the text after the final newline
         lines.pop()
     file_problems: list[Problem] = []
+    if lines and lines[0].startswith("\ufeff"):  # editors on Windows add one
+        file_problems.append(Problem(name, 1, "byte order mark: CoNLL-U is UTF-8 without BOM"))
+        lines[0] = lines[0][1:]
     sentences: list[Sentence] = []
     start = None
     for number, line in enumerate(lines, 1):
@@ -367,9 +370,8 @@ def read_conllu(
                 f"\n... and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
             )
             raise DataError(
-                f"{name}: {len(problems)} problem(s) in {len(bad)} sentence(s) "
-                f"(fix the file, or set on_malformed: skip to drop those sentences):\n"
-                f"{shown}{more}",
+                f"{name}: {len(problems)} problem(s) (fix the file, or set on_malformed: skip "
+                f"to drop the sentences that have one):\n{shown}{more}",
                 problems,
             )
     else:

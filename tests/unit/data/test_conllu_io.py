@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,9 @@ MALFORMED = {
     "duplicate_sent_id": (8, "duplicate sent_id 's1' (first at line 1)"),
     "carriage_return": (12, "carriage return: lines must end with LF only"),
     "empty_file": (1, "empty file: no sentences"),
+    "byte_order_mark": (1, "byte order mark: CoNLL-U is UTF-8 without BOM"),
 }
-FILE_LEVEL = {"extra_blank_line", "missing_blank_line", "empty_file"}
+FILE_LEVEL = {"extra_blank_line", "missing_blank_line", "empty_file", "byte_order_mark"}
 
 
 def read(path: Path, **kwargs):
@@ -72,7 +74,7 @@ def test_error_mode_raises_with_the_problem_listed(fixtures: Path, name: str) ->
     with pytest.raises(DataError) as info:
         read(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: 1 problem(s) in 1 sentence(s)")
+    assert message.startswith(f"{path}: 1 problem(s) (fix the file, or set on_malformed: skip")
     assert f"\n{path}:{line}: {reason}" in message
     assert "on_malformed: skip" in message
     assert info.value.problems == [Problem(str(path), line, reason)]
@@ -86,9 +88,17 @@ def test_error_mode_lists_the_first_problems_and_the_total(fixtures: Path, tmp_p
     with pytest.raises(DataError) as info:
         read(path)
     lines = str(info.value).split("\n")
-    assert lines[0].startswith(f"{path}: 25 problem(s) in 25 sentence(s)")
+    assert lines[0].startswith(f"{path}: 25 problem(s) (")
     assert len(lines) == 1 + conllu_module.MAX_LISTED + 1
     assert lines[-1] == "... and 5 more"
+
+
+@pytest.mark.parametrize("name", sorted(FILE_LEVEL - {"empty_file"}))
+def test_error_mode_stops_on_file_level_problems_too(fixtures: Path, name: str) -> None:
+    path = fixtures / "malformed" / f"{name}.conllu"
+    line, reason = MALFORMED[name]
+    with pytest.raises(DataError, match=f"\n{re.escape(str(path))}:{line}: {re.escape(reason)}$"):
+        read(path)
 
 
 def test_skip_mode_drops_bad_sentences_and_logs_each_and_the_total(
