@@ -31,7 +31,7 @@ from bockparse.decoders.synthetic import parser_like
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
 EWT_TRAIN = ROOT.parent.parent / "shared/data/ud-english-ewt/en_ewt-ud-train.conllu"
-SAMPLE_TRAIN = ROOT.parent / "data/ud-english-ewt-sample/en_ewt-ud-train-sample.conllu"
+SAMPLE_TRAIN = ROOT.parent / "data/ud-english-ewt-sample/en_ewt-ud-train.conllu"
 METHODS = tuple(m for m in decoders.METHODS if decoders.get_decoder(m).max_words is None)
 
 

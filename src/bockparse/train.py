@@ -21,6 +21,7 @@ from typing import Any
 import hydra
 import lightning.pytorch as pl
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from lightning.pytorch.loggers import CSVLogger, Logger
 from omegaconf import DictConfig, OmegaConf
@@ -139,9 +140,13 @@ def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         result = run(cfg, run_dir)
-    except (DataError, FloatingPointError) as err:
-        log.error("%s", err)
-        print(f"bockparse-train: {err}", file=sys.stderr)
+    except (DataError, FloatingPointError, InstantiationException) as err:
+        # A bad data file or setting surfaces from instantiate() as the exception's cause.
+        if isinstance(err, InstantiationException) and not isinstance(err.__cause__, DataError):
+            raise
+        message = err.__cause__ if isinstance(err, InstantiationException) else err
+        log.error("%s", message)
+        print(f"bockparse-train: {message}", file=sys.stderr)
         sys.exit(1)
     finally:
         if "wandb" in sys.modules:
