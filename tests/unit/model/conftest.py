@@ -102,7 +102,8 @@ def make_encoder(tiny_config):
 
     def make(seed: int = 0, **overrides) -> TransformerEncoder:
         torch.manual_seed(seed)
-        return instantiate(OmegaConf.merge(tiny_config, overrides).model)
+        root = OmegaConf.merge(tiny_config._get_root(), {"encoder": overrides})
+        return instantiate(root.encoder.model)
 
     return make
 

@@ -41,6 +41,23 @@ def test_every_encoder_config_gives_what_data_and_model_read(name, encoder_confi
     assert cfg.tokenizer.local_files_only is True
 
 
+def test_the_data_module_gets_the_tokenizer_by_interpolation(encoder_config):
+    """The training config's wiring: data.tokenizer=${encoder.tokenizer} instantiates the
+    encoder's tokenizer inside the data node."""
+    root = OmegaConf.create(
+        {
+            "encoder": encoder_config("tiny-random"),
+            "data": {
+                "_target_": "builtins.dict",
+                "tokenizer": "${encoder.tokenizer}",
+                "max_length": "${encoder.max_length}",
+            },
+        }
+    )
+    data = instantiate(root.data)
+    assert data["tokenizer"].cls_token_id is not None and data["max_length"] == 32
+
+
 def test_minilm_resolves_to_the_embedded_weights():
     folder = Path(resolve_encoder_path("minilm"))
     assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
