@@ -71,19 +71,29 @@ _R, _U, _F = 0, 1, 2
 
 
 @nb.njit(nogil=True, cache=True)
-def _build(W0, bans, forced, root_only, Wm):
-    """The cell's matrix: ``W0`` with forced arcs (codes ``h * N + d``), bans and root child."""
+def _build(W0, store, bans, forced, root_only, Wm):
+    """The cell's matrix: ``W0`` with its forced arcs, banned arcs and sole root child.
+
+    ``bans`` and ``forced`` are chains in ``store`` (``store[0, i]`` the previous link, -1 at
+    the end; ``store[1, i]`` an arc code ``h * N + d``), shared between the cells.
+    """
     N = W0.shape[0]
     Wm[:, :] = W0
-    for code in forced:
+    i = forced
+    while i >= 0:
+        code = store[1, i]
         h = code // N
         d = code % N
         keep = Wm[h, d]
         for u in range(N):
             Wm[u, d] = NEG_INF
         Wm[h, d] = keep
-    for code in bans:
+        i = store[0, i]
+    i = bans
+    while i >= 0:
+        code = store[1, i]
         Wm[code // N, code % N] = NEG_INF
+        i = store[0, i]
     if root_only >= 0:
         keep = Wm[0, root_only]
         for d in range(N):
@@ -197,28 +207,33 @@ def _solve_struct(W, heads, MW, MD, MW2, iw, fw):
             row = MW[k]
             row2 = MW2[k]
             drow = MD[k]
+            for u in range(N):
+                row[u] = NEG_INF
+                row2[u] = NEG_INF
             for i in range(nmem):
                 m = members[i]
                 s = sel_w[m]
-                for u in range(N):
-                    if m < N:
+                if m < N:
+                    for u in range(N):
                         b = W[u, m] - s
-                        dd = m
-                        s2 = NEG_INF
-                    else:
-                        b = MW[m - N, u] - s
-                        dd = MD[m - N, u]
-                        s2 = MW2[m - N, u] - s
-                    if i == 0:
-                        row[u] = b
-                        drow[u] = dd
-                        row2[u] = s2
-                    elif b > row[u]:
-                        row2[u] = max(row[u], s2)
-                        row[u] = b
-                        drow[u] = dd
-                    elif b > row2[u]:
-                        row2[u] = b
+                        if b > row[u]:
+                            row2[u] = row[u]
+                            row[u] = b
+                            drow[u] = m
+                        elif b > row2[u]:
+                            row2[u] = b
+                else:
+                    src = MW[m - N]
+                    src2 = MW2[m - N]
+                    sdep = MD[m - N]
+                    for u in range(N):
+                        b = src[u] - s
+                        if b > row[u]:
+                            row2[u] = max(row[u], src2[u] - s)
+                            row[u] = b
+                            drow[u] = sdep[u]
+                        else:
+                            row2[u] = max(row2[u], b)
             for i in range(nmem):
                 m = members[i]
                 fpar[sel_f[m]] = nf
@@ -308,6 +323,18 @@ def _best_swap(W, heads, MW, MW2, iw, fw, nf):
     for i in range(N - 1, 0, -1):
         u = order[i]
         size[heads[u]] += size[u]
+    # Swaps of the arcs kept at the singleton level, all at once in one row-major pass: the
+    # best arc into d from a source outside d's subtree, other than d's head.
+    alt1 = fw[1]
+    for d in range(N):
+        alt1[d] = NEG_INF
+    for u in range(N):
+        tu = tin[u]
+        row = W[u]
+        for d in range(1, N):
+            x = row[d]
+            if x > alt1[d] and u != heads[d] and not (tin[d] <= tu < tin[d] + size[d]):
+                alt1[d] = x
     best = np.inf
     bsrc = -1
     bdep = -1
@@ -319,16 +346,10 @@ def _best_swap(W, heads, MW, MW2, iw, fw, nf):
         uf = fsrc[f]
         lo = tin[v]
         hi = lo + size[v]
-        alt = NEG_INF
         if c < N:
-            for u in range(N):
-                tu = tin[u]
-                if (tu >= lo and tu < hi) or u == uf:
-                    continue
-                x = W[u, v]
-                if x > alt:
-                    alt = x
+            alt = alt1[v]
         else:
+            alt = NEG_INF
             row = MW[c - N]
             for u in range(N):
                 tu = tin[u]
@@ -347,13 +368,20 @@ def _best_swap(W, heads, MW, MW2, iw, fw, nf):
 
 
 @nb.njit(nogil=True, cache=True)
-def _next(W0, bans, forced, root_only, ref, heads, Wm, MW, MD, MW2, iw, fw):
+def _next(W0, store, bans, forced, root_only, ref, heads, FB, IB):
     """Best tree of a cell and its best swap: ``(status, score, second score, e code)``.
 
     ``ref``: the tree the cell's best must be (length 0: none); ``MISMATCH`` otherwise.
+    ``FB``, ``IB``: the packed float and int work buffers of :class:`_Cells`.
     """
     N = W0.shape[0]
-    _build(W0, bans, forced, root_only, Wm)
+    Wm = FB[:N, :N]
+    MW = FB[N : 2 * N, :N]
+    MW2 = FB[2 * N : 3 * N, :N]
+    fw = FB[3 * N :]
+    MD = IB[:N, :N]
+    iw = IB[N:]
+    _build(W0, store, bans, forced, root_only, Wm)
     status, nf = _solve_struct(Wm, heads, MW, MD, MW2, iw, fw)
     if status != OK:
         return status, NEG_INF, NEG_INF, -1
@@ -369,9 +397,11 @@ def _next(W0, bans, forced, root_only, ref, heads, Wm, MW, MD, MW2, iw, fw):
 
 
 @nb.njit(nogil=True, cache=True)
-def _single(W0, bans, heads, Wm):
+def _single(W0, store, bans, heads, FB):
     """Best single-root tree with the root arcs in ``bans`` removed: ``(status, score)``."""
-    _build(W0, bans, bans[:0], -1, Wm)
+    N = W0.shape[0]
+    Wm = FB[:N, :N]
+    _build(W0, store, bans, -1, -1, Wm)
     status = solve_tarjan(Wm, True, heads)
     if status != OK:
         return status, NEG_INF
@@ -379,32 +409,48 @@ def _single(W0, bans, heads, Wm):
 
 
 class _Cells:
-    """Work buffers and the compiled steps for one score matrix."""
+    """Work buffers, the shared store of constraint chains, and the compiled steps."""
 
     def __init__(self, W0: np.ndarray):
         N = W0.shape[0]
         self.W0 = W0
         self.N = N
-        self.Wm = np.empty((N, N))
-        rows = max(N - 2, 1)
-        self.MW = np.empty((rows, N))
-        self.MW2 = np.empty((rows, N))
-        self.MD = np.empty((rows, N), dtype=np.int64)
-        self.iw = np.empty((20, 2 * N + 1), dtype=np.int64)
-        self.fw = np.empty((2, 2 * N))
+        # Floats: the cell matrix, merged incoming arrays (best, second best), per component.
+        self.FB = np.empty((3 * N + 2, 2 * N))
+        # Ints: dependents of the merged arrays, then the rows of the Tarjan state.
+        self.IB = np.empty((N + 20, 2 * N + 1), dtype=np.int64)
+        self.store = np.empty((2, 64), dtype=np.int64)
+        self.size = 0
         self.none = np.empty(0, dtype=np.int64)
 
-    def next(self, bans, forced, root_only, ref=None):
+    def link(self, chain: int, code: int) -> int:
+        """A new chain: ``chain`` plus the arc ``code``."""
+        if self.size == self.store.shape[1]:
+            self.store = np.concatenate((self.store, np.empty_like(self.store)), axis=1)
+        i = self.size
+        self.store[0, i] = chain
+        self.store[1, i] = code
+        self.size = i + 1
+        return i
+
+    def codes(self, chain: int) -> list[int]:
+        out = []
+        while chain >= 0:
+            out.append(int(self.store[1, chain]))
+            chain = int(self.store[0, chain])
+        return out
+
+    def next(self, bans: int, forced: int, root_only: int, ref=None):
         heads = np.empty(self.N, dtype=np.int64)
         status, score, second, e = _next(
-            self.W0, bans, forced, root_only, self.none if ref is None else ref, heads,
-            self.Wm, self.MW, self.MD, self.MW2, self.iw, self.fw,
+            self.W0, self.store, bans, forced, root_only, self.none if ref is None else ref,
+            heads, self.FB, self.IB,
         )  # fmt: skip
         return status, heads, score, second, e
 
-    def single(self, bans):
+    def single(self, bans: int):
         heads = np.empty(self.N, dtype=np.int64)
-        status, score = _single(self.W0, bans, heads, self.Wm)
+        status, score = _single(self.W0, self.store, bans, heads, self.FB)
         return status, heads, score
 
 
@@ -453,7 +499,7 @@ def iter_kbest(scores, *, single_root: bool = True) -> Iterator[tuple[float, np.
     """
     S, W0 = _prepare(scores)
     cells = _Cells(W0)
-    none = cells.none
+    none = -1  # the empty chain
     if single_root:
         status, heads, score = cells.single(none)
         first = (_R, (heads, score, none))
@@ -469,7 +515,7 @@ def iter_kbest(scores, *, single_root: bool = True) -> Iterator[tuple[float, np.
 
 def _search(cells: _Cells, key: float, first) -> Iterator[tuple[float, np.ndarray]]:
     N = cells.N
-    none = cells.none
+    none = -1
     seq = itertools.count()
     heap = [(-key, next(seq), *first)]
 
@@ -483,20 +529,21 @@ def _search(cells: _Cells, key: float, first) -> Iterator[tuple[float, np.ndarra
         if status != MISMATCH:
             raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
         # Ties: the fresh solve found another best tree. Lawler's partition around ref.
-        fixed = set(int(c) % N for c in forced)
+        fixed = {c % N for c in cells.codes(forced)}
         if root_only >= 0:
             fixed.add(root_only)
         for d in range(1, N):
             if d in fixed:
                 continue
-            arc = np.int64(ref[d] * N + d)
-            status, heads, score, second, e = cells.next(np.append(bans, arc), forced, root_only)
+            arc = int(ref[d]) * N + d
+            banned = cells.link(bans, arc)
+            status, heads, score, second, e = cells.next(banned, forced, root_only)
             if status == OK:
-                cell = (heads, score, np.append(bans, arc), forced, root_only, second, e)
+                cell = (heads, score, banned, forced, root_only, second, e)
                 heapq.heappush(heap, (-score, next(seq), _F, cell))
             elif status != NO_TREE:
                 raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
-            forced = np.append(forced, arc)
+            forced = cells.link(forced, arc)
 
     while heap:
         _, _, kind, cell = heapq.heappop(heap)
@@ -504,7 +551,7 @@ def _search(cells: _Cells, key: float, first) -> Iterator[tuple[float, np.ndarra
             heads, score, bans = cell
             yield score, heads.copy()
             j = int(np.flatnonzero(heads[1:] == 0)[0]) + 1
-            banned = np.append(bans, np.int64(j))  # the root arc 0 -> j has code j
+            banned = cells.link(bans, j)  # the root arc 0 -> j has code j
             status, other, other_score = cells.single(banned)
             if status == OK:
                 heapq.heappush(heap, (-other_score, next(seq), _R, (other, other_score, banned)))
@@ -518,14 +565,14 @@ def _search(cells: _Cells, key: float, first) -> Iterator[tuple[float, np.ndarra
                 heapq.heappush(heap, (-second, next(seq), _U, (heads, bans, forced, root_only, e)))
         else:
             best, bans, forced, root_only, e = cell
-            without = np.append(bans, np.int64(e))
+            without = cells.link(bans, e)
             status, heads, score, second, e2 = cells.next(without, forced, root_only)
             if status != OK:
                 raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
             yield score, heads.copy()
             if e2 >= 0:
                 heapq.heappush(heap, (-second, next(seq), _U, (heads, without, forced, root_only, e2)))
-            push_rest(bans, np.append(forced, np.int64(e)), root_only, best)
+            push_rest(bans, cells.link(forced, e), root_only, best)
 
 
 def kbest(scores, k: int, *, single_root: bool = True) -> list[tuple[float, np.ndarray]]:
