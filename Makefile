@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: help install test test-all lint format bench clean
+.PHONY: help install test test-all lint format bench smoke train clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -40,6 +40,12 @@ format:  ## ruff format + autofix
 
 bench:  ## decoder benchmark: table + plot under benchmarks/results/
 	$(PY) benchmarks/decoders.py
+
+smoke:  ## a seconds-long training run (tiny random encoder) to check an installation
+	$(VENV)/bin/bockparse-train experiment=smoke
+
+train:  ## the embedded default: EWT sample, MiniLM, hinge-bock, CPU
+	$(VENV)/bin/bockparse-train experiment=ewt-sample-cpu
 
 clean:  ## remove caches and build outputs
 	rm -rf .numba_cache .pytest_cache .ruff_cache build dist src/*.egg-info

@@ -97,7 +97,10 @@ def _without_pooler(model: PreTrainedModel) -> PreTrainedModel:
 
 
 def load_pretrained(name_or_path: str, local_files_only: bool) -> PreTrainedModel:
-    """A pretrained transformer (``AutoModel``), its parameters trainable.
+    """A pretrained transformer (``AutoModel``), trainable and in training mode.
+
+    ``from_pretrained`` returns the model in eval mode, and Lightning keeps a submodule's mode,
+    so without ``train()`` the fine-tuned transformer would run without its dropout.
 
     Args:
         name_or_path: as :func:`resolve_encoder_path`.
@@ -114,7 +117,7 @@ def load_pretrained(name_or_path: str, local_files_only: bool) -> PreTrainedMode
             f"cannot load encoder {name_or_path!r} ({source}): "
             f"{_offline_hint(name_or_path, local_files_only)}. ({e})"
         ) from None
-    return _without_pooler(model)
+    return _without_pooler(model).train()
 
 
 def random_bert(
