@@ -571,7 +571,9 @@ def _search(cells: _Cells, key: float, first) -> Iterator[tuple[float, np.ndarra
                 raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
             yield score, heads.copy()
             if e2 >= 0:
-                heapq.heappush(heap, (-second, next(seq), _U, (heads, without, forced, root_only, e2)))
+                heapq.heappush(
+                    heap, (-second, next(seq), _U, (heads, without, forced, root_only, e2))
+                )
             push_rest(bans, cells.link(forced, e), root_only, best)
 
 

@@ -48,6 +48,7 @@ from . import tarjan as _self  # numba caches a function passed as a value only 
 from .registry import register
 from .trees import INTERNAL_ERROR, NEG_INF, NO_TREE, OK, run_kernel
 
+
 @nb.njit(nogil=True, cache=True)
 def _best_nonroot(W, MW, MD, c):
     """Best non-root arc entering component ``c``: ``(adjusted weight, source, dependent)``."""
