@@ -1,0 +1,56 @@
+"""Transition-based baselines: arc-standard and arc-eager with static oracles.
+
+Public API::
+
+    get_system("arc-standard" | "arc-eager") -> TransitionSystem   (systems.py)
+    Kind, Transition, Configuration, InvalidTransition
+    static_oracle(system, heads, rels) -> [Transition]; oracle_walk   (oracle.py)
+    NonProjectiveError, split_projective, ProjectivityCounts
+    TransitionParser, TransitionScores   (parser.py; conf/model/transition.yaml)
+    TransitionLoss   (loss.py; conf/condition/arc-standard.yaml, arc-eager.yaml)
+
+The parser and the loss import torch and load on first use.
+"""
+
+from importlib import import_module
+
+from .oracle import NonProjectiveError, ProjectivityCounts, oracle_walk, split_projective, static_oracle
+from .systems import (
+    SYSTEMS,
+    ArcEager,
+    ArcStandard,
+    Configuration,
+    InvalidTransition,
+    Kind,
+    Transition,
+    TransitionSystem,
+    get_system,
+)
+
+_LAZY = {"TransitionParser": "parser", "TransitionScores": "parser", "TransitionLoss": "loss"}
+
+__all__ = [
+    "SYSTEMS",
+    "ArcEager",
+    "ArcStandard",
+    "Configuration",
+    "InvalidTransition",
+    "Kind",
+    "NonProjectiveError",
+    "ProjectivityCounts",
+    "Transition",
+    "TransitionLoss",
+    "TransitionParser",
+    "TransitionScores",
+    "TransitionSystem",
+    "get_system",
+    "oracle_walk",
+    "split_projective",
+    "static_oracle",
+]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

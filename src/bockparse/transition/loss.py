@@ -1,0 +1,59 @@
+"""Training loss of the transition parser: static-oracle cross-entropy plus relations.
+
+The transition term is the cross-entropy of the oracle's transition at each oracle
+configuration, the softmax taken over the transitions allowed there (the same ones greedy
+decoding chooses from); the relation term is Stanza's, at the gold heads
+(:func:`bockparse.losses.common.relation_loss`), exactly as for the graph-based conditions.
+Both are summed and divided by the number of words scored, Stanza's normalisation
+(``bockparse.losses.common``). Sentences left out as non-projective count in neither term.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch.nn.functional as F
+
+from ..data.batch import Batch
+from ..losses.common import LossOutput, relation_loss
+from .parser import TransitionScores
+
+
+@dataclass
+class TransitionLossOutput(LossOutput):
+    """:class:`~bockparse.losses.common.LossOutput` with the oracle's sentence counts.
+
+    Attributes:
+        sentences: sentences in the batch.
+        nonprojective: of those, the ones left out for a non-projective gold tree.
+    """
+
+    sentences: int = 0
+    nonprojective: int = 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Counts to sum over an epoch and log (``train/<name>``)."""
+        return {"oracle_sentences": self.sentences, "nonprojective_skipped": self.nonprojective}
+
+
+class TransitionLoss:
+    """``loss(scores, batch) -> TransitionLossOutput`` (module docstring); no settings."""
+
+    def __call__(self, scores: TransitionScores, batch: Batch) -> TransitionLossOutput:
+        logits = scores.logits.masked_fill(~scores.valid, float("-inf"))
+        arc = F.cross_entropy(logits, scores.targets, reduction="sum")
+        mask = batch.mask & scores.kept[:, None]
+        rel = relation_loss(scores.rel, batch.heads, batch.rels, mask)
+        words = int(mask.sum())
+        aux = arc.new_zeros(())
+        kept = int(scores.kept.sum())
+        return TransitionLossOutput(
+            loss=(arc + rel) / max(words, 1),
+            arc=arc.detach(),
+            rel=rel.detach(),
+            aux=aux,
+            words=words,
+            sentences=len(scores.kept),
+            nonprojective=len(scores.kept) - kept,
+        )

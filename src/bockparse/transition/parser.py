@@ -1,0 +1,256 @@
+"""A greedy transition parser on the graph parsers' encoder.
+
+:class:`TransitionParser` is :class:`~bockparse.model.scorer.BiaffineScorer` with its arc scorer
+replaced by a transition classifier; everything else is the biaffine scorer's, unchanged:
+the inputs, the BiLSTM, and the relation biaffine. The comparison with the graph-based
+conditions then differs only in how heads are chosen (a greedy walk through projective
+configurations instead of an exact search over all trees), and relations are chosen the same
+way in both, at the predicted head.
+
+Transition classifier (the neural oracle of the chapter's section "Training the oracle",
+``../shared/papers/004_a5a61b154c91c7c0.txt``): the BiLSTM states of the top ``stack_features``
+stack items and the first ``buffer_features`` buffer items (a trained vector where there is no
+such item), concatenated, then ``Linear -> ReLU -> dropout -> Linear`` to one score per
+transition type of the system. Transitions whose precondition fails are never chosen (their
+scores are masked in training and decoding alike), so every prediction is a projective tree
+with one word on ROOT.
+
+Training scores the configurations that the static oracle walks through on the gold tree
+(``forward``); prediction walks greedily from the initial configuration (``predict``), all
+sentences of a batch in lock step, ``2 n`` steps each. Relation labels do not enter the
+features, so labelling each predicted arc at the end with the relation scorer's best label is
+the same decision as taking the labelled transition while walking.
+
+Configured by ``conf/model/transition.yaml``, which extends ``conf/model/biaffine.yaml``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..data.batch import Batch
+from ..data.vocab import Vocabs
+from ..decoders.eisner import is_projective
+from ..model.encoder import TransformerEncoder
+from ..model.scorer import BiaffineScorer
+from .oracle import NonProjectiveError, oracle_walk
+from .systems import Transition, get_system
+
+
+@dataclass
+class TransitionScores:
+    """Scores of the static oracle's configurations of a batch's gold trees.
+
+    Attributes:
+        logits: float ``[T, K]``: at each oracle configuration (sentences in batch order, steps
+            in order), the score of each transition type of ``system.kinds``; unmasked.
+        targets: int64 ``[T]``: the oracle's transition type (an index into ``system.kinds``).
+        valid: bool ``[T, K]``: the types whose precondition holds there.
+        rel: float ``[B, N, N, R]``, head-major relation scores (as ``ParserScores.rel``).
+        kept: bool ``[B]``: the sentences scored; False for a non-projective gold tree left out
+            under ``projective_only``.
+    """
+
+    logits: torch.Tensor
+    targets: torch.Tensor
+    valid: torch.Tensor
+    rel: torch.Tensor
+    kept: torch.Tensor
+
+
+class TransitionParser(BiaffineScorer):
+    """Arc-standard or arc-eager greedy parser on the biaffine scorer's encoder (module doc).
+
+    Args:
+        vocabs, encoder, use_words, word_dim, word_dropout, use_chars, char_dim, char_hidden,
+        use_upos, use_xpos, use_feats, tag_dim, lstm_hidden, lstm_layers, dropout, rel_hidden:
+            as :class:`~bockparse.model.scorer.BiaffineScorer` (``dropout`` also after the
+            classifier's hidden layer).
+        system: ``"arc-standard"`` or ``"arc-eager"``.
+        projective_only: leave non-projective gold trees out of training (``kept`` says which);
+            when False such a tree raises :class:`NonProjectiveError`.
+        stack_features: stack items, from the top, whose states form the features.
+        buffer_features: buffer items, from the front, whose states form the features.
+        arc_hidden: hidden width of the transition classifier (which takes the arc scorer's
+            place).
+        linearization, distance, aux_hidden: Stanza's auxiliary arc-score terms have no place in
+            a transition parser: both must be False (``aux_hidden`` is then unused).
+
+    Raises:
+        ValueError: an auxiliary term is on, an unknown system, or no feature item.
+    """
+
+    def __init__(
+        self,
+        *,
+        vocabs: Vocabs,
+        encoder: TransformerEncoder | None,
+        system: str,
+        projective_only: bool,
+        stack_features: int,
+        buffer_features: int,
+        use_words: bool,
+        word_dim: int,
+        word_dropout: float,
+        use_chars: bool,
+        char_dim: int,
+        char_hidden: int,
+        use_upos: bool,
+        use_xpos: bool,
+        use_feats: bool,
+        tag_dim: int,
+        lstm_hidden: int,
+        lstm_layers: int,
+        dropout: float,
+        arc_hidden: int,
+        rel_hidden: int,
+        linearization: bool,
+        distance: bool,
+        aux_hidden: int,
+    ):
+        if linearization or distance:
+            raise ValueError(
+                "the transition parser scores transitions, not arcs: set linearization and "
+                "distance to false"
+            )
+        if stack_features < 0 or buffer_features < 0 or stack_features + buffer_features == 0:
+            raise ValueError(
+                f"need at least one feature item, got stack_features={stack_features}, "
+                f"buffer_features={buffer_features}"
+            )
+        super().__init__(
+            vocabs=vocabs,
+            encoder=encoder,
+            use_words=use_words,
+            word_dim=word_dim,
+            word_dropout=word_dropout,
+            use_chars=use_chars,
+            char_dim=char_dim,
+            char_hidden=char_hidden,
+            use_upos=use_upos,
+            use_xpos=use_xpos,
+            use_feats=use_feats,
+            tag_dim=tag_dim,
+            lstm_hidden=lstm_hidden,
+            lstm_layers=lstm_layers,
+            dropout=dropout,
+            arc_hidden=arc_hidden,
+            rel_hidden=rel_hidden,
+            linearization=False,
+            distance=False,
+            aux_hidden=aux_hidden,
+        )
+        self.system = get_system(system)
+        self.projective_only = projective_only
+        self.stack_features = stack_features
+        self.buffer_features = buffer_features
+        width = 2 * lstm_hidden
+        # The state of a missing item (below the stack bottom, past the buffer end).
+        self.empty = nn.Parameter(torch.randn(width) / width**0.5)
+        self.arc = nn.Sequential(
+            nn.Linear((stack_features + buffer_features) * width, arc_hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(arc_hidden, len(self.system.kinds)),
+        )
+
+    def _features(self, x: torch.Tensor, items: list[list[int]], rows: list[int]) -> torch.Tensor:
+        """Concatenated states of feature items.
+
+        Args:
+            x: float ``[B, N, W]`` BiLSTM states.
+            items: per configuration, its item positions (-1: none).
+            rows: per configuration, its sentence in the batch.
+
+        Returns:
+            float ``[len(items), F * W]``.
+        """
+        B, N, W = x.shape
+        flat = torch.cat([x.reshape(B * N, W), self.empty[None, :]], dim=0)  # [B N + 1, W]
+        index = np.asarray(items, dtype=np.int64).reshape(len(items), -1)  # [T, F]
+        index = np.where(index >= 0, np.asarray(rows, dtype=np.int64)[:, None] * N + index, B * N)
+        picked = flat[torch.from_numpy(index).to(x.device)]  # [T, F, W]
+        return picked.reshape(len(items), -1)
+
+    def forward(self, batch: Batch) -> TransitionScores:
+        """Score the static oracle's configurations of the batch's gold trees.
+
+        Time: the encoder, the relation biaffine, and O(n) Python per sentence for the oracle.
+
+        Raises:
+            NonProjectiveError: a gold tree is non-projective and ``projective_only`` is False.
+        """
+        x = self.contextualize(batch)  # [B, N, W]
+        rel = self.rel(x)  # [B, N, N, R]
+        gold = batch.heads.cpu().numpy()
+        lengths = batch.lengths.tolist()
+        kinds = {k: i for i, k in enumerate(self.system.kinds)}
+        items, rows, targets, valid = [], [], [], []
+        kept = np.ones(len(lengths), dtype=bool)
+        for b, n in enumerate(lengths):
+            heads = gold[b, : n + 1].copy()
+            heads[0] = -1
+            if not is_projective(heads):
+                if not self.projective_only:
+                    raise NonProjectiveError(
+                        f"sentence {int(batch.sentence_ids[b])} of the batch has a "
+                        "non-projective gold tree; set projective_only to train without it"
+                    )
+                kept[b] = False
+                continue
+            for c, t in oracle_walk(self.system, heads):
+                items.append(c.features(self.stack_features, self.buffer_features))
+                rows.append(b)
+                targets.append(kinds[t.kind])
+                valid.append(self.system.valid(c))
+        device = x.device
+        K = len(self.system.kinds)
+        if items:
+            features = self._features(x, items, rows)
+        else:  # every sentence left out
+            features = x.new_zeros(0, (self.stack_features + self.buffer_features) * x.shape[-1])
+        logits = self.arc(features)  # [T, K]
+        return TransitionScores(
+            logits=logits,
+            targets=torch.tensor(targets, dtype=torch.int64, device=device),
+            valid=torch.tensor(valid, dtype=torch.bool, device=device).reshape(-1, K),
+            rel=rel,
+            kept=torch.from_numpy(kept).to(device),
+        )
+
+    @torch.no_grad()
+    def predict(self, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+        """Greedy trees: at each step the best allowed transition, then relations at the heads.
+
+        Time: ``2 max n`` classifier calls on the unfinished sentences, O(n) Python per
+        sentence, and the relation biaffine.
+
+        Returns:
+            int64 ``[B, N]`` heads (0 at ROOT and padding) and relation ids, as
+            ``ParserModule.predict_trees``; every row is a projective single-root tree.
+        """
+        x = self.contextualize(batch)  # [B, N, W]
+        B, N, _ = x.shape
+        system, kinds = self.system, self.system.kinds
+        configs = [system.initial(n) for n in batch.lengths.tolist()]
+        active = [b for b in range(B) if not system.terminal(configs[b])]
+        while active:
+            items = [configs[b].features(self.stack_features, self.buffer_features) for b in active]
+            valid = torch.tensor([system.valid(configs[b]) for b in active], device=x.device)
+            logits = self.arc(self._features(x, items, active))  # [A, K]
+            choice = logits.masked_fill(~valid, float("-inf")).argmax(dim=-1).tolist()
+            for b, k in zip(active, choice, strict=True):
+                system.apply(configs[b], Transition(kinds[k]))
+            active = [b for b in active if not system.terminal(configs[b])]
+        heads = np.zeros((B, N), dtype=np.int64)
+        for b, c in enumerate(configs):
+            heads[b, 1 : c.n + 1] = c.heads[1:]
+        rel = self.rel(x)  # [B, N, N, R]
+        index = torch.from_numpy(heads).to(x.device)
+        R = rel.shape[-1]
+        at_head = rel.gather(1, index[:, None, :, None].expand(-1, 1, -1, R)).squeeze(1)
+        return heads, at_head.argmax(dim=-1).cpu().numpy()

@@ -1,0 +1,108 @@
+"""Shared pieces of the transition tests: the shipped sample, its batches, small parsers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
+from bockparse.decoders.eisner import is_projective
+from bockparse.transition import TransitionParser
+
+ROOT = Path(__file__).resolve().parents[3]
+SAMPLE = ROOT / "data" / "ud-english-ewt-sample"
+
+# Small sizes for fast tests; every input on, no dropout.
+SMALL = dict(
+    use_words=True,
+    word_dim=8,
+    word_dropout=0.0,
+    use_chars=True,
+    char_dim=6,
+    char_hidden=8,
+    use_upos=True,
+    use_xpos=True,
+    use_feats=True,
+    tag_dim=4,
+    lstm_hidden=12,
+    lstm_layers=1,
+    dropout=0.0,
+    arc_hidden=16,
+    rel_hidden=6,
+    linearization=False,
+    distance=False,
+    aux_hidden=6,
+    projective_only=True,
+    stack_features=3,
+    buffer_features=1,
+)
+
+
+def gold_heads(sentence) -> np.ndarray:
+    return np.asarray([-1, *sentence.heads], dtype=np.int64)
+
+
+@pytest.fixture(scope="session")
+def sample():
+    """``sample(part)``: the sentences of the shipped sample's ``part`` file (cached)."""
+    cache: dict[str, list] = {}
+
+    def load(part: str):
+        if part not in cache:
+            path = SAMPLE / f"en_ewt-ud-{part}.conllu"
+            cache[part] = read_conllu(path, single_root=True, on_malformed="error")
+        return cache[part]
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def sentences(sample):
+    """The first 120 training sentences of the sample (some of them non-projective)."""
+    return sample("train")[:120]
+
+
+@pytest.fixture(scope="session")
+def vocabs(sentences):
+    return Vocabs.build(sentences, min_word_freq=1)
+
+
+@pytest.fixture(scope="session")
+def collate(sentences, vocabs):
+    """``collate(indices) -> Batch`` over ``sentences`` (no wordpieces)."""
+    dataset = ParserDataset(
+        sentences, vocabs, max_word_chars=20, punct_field="upos", punct_tags=["PUNCT"],
+        wordpieces=None,
+    )  # fmt: skip
+    return Collator(dataset)
+
+
+@pytest.fixture(scope="session")
+def projective_ids(sentences):
+    return [i for i, s in enumerate(sentences) if is_projective(gold_heads(s))]
+
+
+@pytest.fixture(scope="session")
+def nonprojective_ids(sentences):
+    ids = [i for i, s in enumerate(sentences) if not is_projective(gold_heads(s))]
+    assert ids, "the fixture needs a non-projective sentence"
+    return ids
+
+
+@pytest.fixture(scope="session")
+def make_parser(vocabs):
+    """``make_parser(system, seed=0, **overrides)``: a small parser in eval mode, seeded, its
+    relation biaffine random (it starts at zero)."""
+
+    def make(system: str, seed: int = 0, **overrides) -> TransitionParser:
+        torch.manual_seed(seed)
+        parser = TransitionParser(
+            vocabs=vocabs, encoder=None, system=system, **{**SMALL, **overrides}
+        )
+        torch.nn.init.normal_(parser.rel.weight, std=0.5)
+        return parser.eval()
+
+    return make
