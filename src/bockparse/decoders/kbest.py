@@ -368,19 +368,16 @@ def _best_swap(W, heads, MW, MW2, iw, fw, nf):
 
 
 @nb.njit(nogil=True, cache=True)
-def _next(W0, store, bans, forced, root_only, ref, heads, FB, IB):
+def _next(W0, store, bans, forced, root_only, ref, heads, F3, fw, MD, iw):
     """Best tree of a cell and its best swap: ``(status, score, second score, e code)``.
 
     ``ref``: the tree the cell's best must be (length 0: none); ``MISMATCH`` otherwise.
-    ``FB``, ``IB``: the packed float and int work buffers of :class:`_Cells`.
+    ``F3``, ``fw``, ``MD``, ``iw``: the work buffers of :class:`_Cells` (C-contiguous).
     """
     N = W0.shape[0]
-    Wm = FB[:N, :N]
-    MW = FB[N : 2 * N, :N]
-    MW2 = FB[2 * N : 3 * N, :N]
-    fw = FB[3 * N :]
-    MD = IB[:N, :N]
-    iw = IB[N:]
+    Wm = F3[0]
+    MW = F3[1]
+    MW2 = F3[2]
     _build(W0, store, bans, forced, root_only, Wm)
     status, nf = _solve_struct(Wm, heads, MW, MD, MW2, iw, fw)
     if status != OK:
@@ -397,10 +394,9 @@ def _next(W0, store, bans, forced, root_only, ref, heads, FB, IB):
 
 
 @nb.njit(nogil=True, cache=True)
-def _single(W0, store, bans, heads, FB):
+def _single(W0, store, bans, heads, F3):
     """Best single-root tree with the root arcs in ``bans`` removed: ``(status, score)``."""
-    N = W0.shape[0]
-    Wm = FB[:N, :N]
+    Wm = F3[0]
     _build(W0, store, bans, -1, -1, Wm)
     status = solve_tarjan(Wm, True, heads)
     if status != OK:
@@ -415,10 +411,12 @@ class _Cells:
         N = W0.shape[0]
         self.W0 = W0
         self.N = N
-        # Floats: the cell matrix, merged incoming arrays (best, second best), per component.
-        self.FB = np.empty((3 * N + 2, 2 * N))
-        # Ints: dependents of the merged arrays, then the rows of the Tarjan state.
-        self.IB = np.empty((N + 20, 2 * N + 1), dtype=np.int64)
+        # The cell matrix and the merged incoming arrays (best, second best); per-component
+        # floats; the dependents of the merged arrays; the rows of the Tarjan state.
+        self.F3 = np.empty((3, N, N))
+        self.fw = np.empty((2, 2 * N))
+        self.MD = np.empty((N, N), dtype=np.int64)
+        self.iw = np.empty((20, 2 * N + 1), dtype=np.int64)
         self.store = np.empty((2, 64), dtype=np.int64)
         self.size = 0
         self.none = np.empty(0, dtype=np.int64)
@@ -444,13 +442,13 @@ class _Cells:
         heads = np.empty(self.N, dtype=np.int64)
         status, score, second, e = _next(
             self.W0, self.store, bans, forced, root_only, self.none if ref is None else ref,
-            heads, self.FB, self.IB,
+            heads, self.F3, self.fw, self.MD, self.iw,
         )  # fmt: skip
         return status, heads, score, second, e
 
     def single(self, bans: int):
         heads = np.empty(self.N, dtype=np.int64)
-        status, score = _single(self.W0, self.store, bans, heads, self.FB)
+        status, score = _single(self.W0, self.store, bans, heads, self.F3)
         return status, heads, score
 
 
