@@ -14,7 +14,13 @@ The parser and the loss import torch and load on first use.
 
 from importlib import import_module
 
-from .oracle import NonProjectiveError, ProjectivityCounts, oracle_walk, split_projective, static_oracle
+from .oracle import (
+    NonProjectiveError,
+    ProjectivityCounts,
+    oracle_walk,
+    split_projective,
+    static_oracle,
+)
 from .systems import (
     SYSTEMS,
     ArcEager,

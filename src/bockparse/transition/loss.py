@@ -10,7 +10,7 @@ Both are summed and divided by the number of words scored, Stanza's normalisatio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch.nn.functional as F
 
@@ -21,20 +21,14 @@ from .parser import TransitionScores
 
 @dataclass
 class TransitionLossOutput(LossOutput):
-    """:class:`~bockparse.losses.common.LossOutput` with the oracle's sentence counts.
+    """:class:`~bockparse.losses.common.LossOutput` with counts to sum over an epoch and log.
 
     Attributes:
-        sentences: sentences in the batch.
-        nonprojective: of those, the ones left out for a non-projective gold tree.
+        counts: ``oracle_sentences`` (sentences of the batch) and ``nonprojective_skipped``
+            (those left out for a non-projective gold tree), logged as ``train/<name>``.
     """
 
-    sentences: int = 0
-    nonprojective: int = 0
-
-    @property
-    def counts(self) -> dict[str, int]:
-        """Counts to sum over an epoch and log (``train/<name>``)."""
-        return {"oracle_sentences": self.sentences, "nonprojective_skipped": self.nonprojective}
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 class TransitionLoss:
@@ -54,6 +48,8 @@ class TransitionLoss:
             rel=rel.detach(),
             aux=aux,
             words=words,
-            sentences=len(scores.kept),
-            nonprojective=len(scores.kept) - kept,
+            counts={
+                "oracle_sentences": len(scores.kept),
+                "nonprojective_skipped": len(scores.kept) - kept,
+            },
         )

@@ -137,7 +137,8 @@ class Configuration:
     def copy(self) -> Configuration:
         other = Configuration.__new__(Configuration)
         other.n, other.front, other.root_dependents = self.n, self.front, self.root_dependents
-        other.stack, other.heads, other.labels = list(self.stack), list(self.heads), list(self.labels)
+        other.stack, other.heads = list(self.stack), list(self.heads)
+        other.labels = list(self.labels)
         return other
 
     def _attach(self, head: int, dependent: int, label: Hashable | None) -> None:
