@@ -395,13 +395,17 @@ def _next(W0, store, bans, forced, root_only, ref, heads, F3, fw, MD, iw):
 
 @nb.njit(nogil=True, cache=True)
 def _single(W0, store, bans, heads, F3):
-    """Best single-root tree with the root arcs in ``bans`` removed: ``(status, score)``."""
+    """Best single-root tree without the root arcs in ``bans``: ``(status, score, root child)``."""
     Wm = F3[0]
     _build(W0, store, bans, -1, -1, Wm)
     status = solve_tarjan(Wm, True, heads)
     if status != OK:
-        return status, NEG_INF
-    return OK, _score(W0, heads)
+        return status, NEG_INF, -1
+    child = -1
+    for d in range(1, heads.shape[0]):
+        if heads[d] == 0:
+            child = d
+    return OK, _score(W0, heads), child
 
 
 class _Cells:
@@ -448,8 +452,8 @@ class _Cells:
 
     def single(self, bans: int):
         heads = np.empty(self.N, dtype=np.int64)
-        status, score = _single(self.W0, self.store, bans, heads, self.F3)
-        return status, heads, score
+        status, score, child = _single(self.W0, self.store, bans, heads, self.F3)
+        return status, heads, score, child
 
 
 def _to_matrix(scores) -> np.ndarray:
@@ -499,8 +503,8 @@ def iter_kbest(scores, *, single_root: bool = True) -> Iterator[tuple[float, np.
     cells = _Cells(W0)
     none = -1  # the empty chain
     if single_root:
-        status, heads, score = cells.single(none)
-        first = (_R, (heads, score, none))
+        status, heads, score, child = cells.single(none)
+        first = (_R, (heads, score, none, child))
     else:
         status, heads, score, second, e = cells.next(none, none, -1)
         first = (_F, (heads, score, none, none, -1, second, e))
@@ -546,13 +550,13 @@ def _search(cells: _Cells, key: float, first) -> Iterator[tuple[float, np.ndarra
     while heap:
         _, _, kind, cell = heapq.heappop(heap)
         if kind == _R:
-            heads, score, bans = cell
+            heads, score, bans, j = cell
             yield score, heads.copy()
-            j = int(np.flatnonzero(heads[1:] == 0)[0]) + 1
             banned = cells.link(bans, j)  # the root arc 0 -> j has code j
-            status, other, other_score = cells.single(banned)
+            status, other, other_score, child = cells.single(banned)
             if status == OK:
-                heapq.heappush(heap, (-other_score, next(seq), _R, (other, other_score, banned)))
+                cell = (other, other_score, banned, child)
+                heapq.heappush(heap, (-other_score, next(seq), _R, cell))
             elif status != NO_TREE:
                 raise RuntimeError("kbest: decoder invariant broken; please report this matrix")
             push_rest(none, none, j, heads)
