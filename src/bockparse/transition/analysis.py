@@ -7,6 +7,12 @@ conventions of :mod:`bockparse.metrics` (UAS, LAS on base relations, LCM; punctu
 unless excluded). The command line prints one Markdown row per prediction file::
 
     python -m bockparse.transition.analysis GOLD PRED [PRED ...] [--exclude-punct upos]
+
+:func:`projective_ceiling` bounds what any projective parser can reach: per sentence the
+projective tree with the most correct heads (Eisner's algorithm over a gold-arc indicator,
+single root), the UAS a perfect transition parser would get::
+
+    python -m bockparse.transition.analysis GOLD --ceiling
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..data.conllu import DataError, read_conllu
+from ..decoders import decode
 from ..decoders.eisner import is_projective
 from ..metrics import COUNTS, PUNCT_EXCLUSIONS, rates, scored_words, sentence_counts
 
@@ -58,6 +65,38 @@ def scores_by_projectivity(
     }
 
 
+def projective_ceiling(gold_path: str) -> dict[str, dict]:
+    """The best UAS reachable with projective single-root trees, per subset of ``SUBSETS``.
+
+    Time: one O(n^3) Eisner decode per non-projective sentence.
+
+    Returns:
+        ``{subset: {"uas", "heads", "words", "sentences"}}`` (punctuation included).
+    """
+    totals = {name: np.zeros(3, dtype=np.int64) for name in SUBSETS}  # heads, words, sentences
+    for s in read_conllu(gold_path, single_root=True, on_malformed="error"):
+        n = len(s)
+        gold = np.asarray([-1, *s.heads], dtype=np.int64)
+        if is_projective(gold):
+            best, subset = n, "projective"
+        else:
+            hits = np.zeros((n + 1, n + 1))
+            hits[gold[1:], np.arange(1, n + 1)] = 1.0  # [N, N]: 1 on the gold arcs
+            best = int((decode(hits, "eisner", single_root=True)[1:] == gold[1:]).sum())
+            subset = "non-projective"
+        for name in ("all", subset):
+            totals[name] += (best, n, 1)
+    return {
+        name: {
+            "uas": 100.0 * int(h) / int(w) if w else 0.0,
+            "heads": int(h),
+            "words": int(w),
+            "sentences": int(k),
+        }
+        for name, (h, w, k) in totals.items()
+    }
+
+
 def markdown_rows(gold_path: str, pred_paths: Sequence[str], exclude_punct: str | None) -> str:
     """A Markdown table: per prediction file, UAS/LAS/LCM overall and on non-projective trees."""
     lines = [
@@ -78,11 +117,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "non-projective.",
     )
     parser.add_argument("gold")
-    parser.add_argument("pred", nargs="+")
+    parser.add_argument("pred", nargs="*")
     parser.add_argument("--exclude-punct", choices=sorted(PUNCT_EXCLUSIONS), default=None)
+    parser.add_argument(
+        "--ceiling", action="store_true", help="also print the projective UAS ceiling of GOLD"
+    )
     args = parser.parse_args(argv)
+    if not args.pred and not args.ceiling:
+        parser.error("give prediction files, --ceiling, or both")
     try:
-        print(markdown_rows(args.gold, args.pred, args.exclude_punct))
+        if args.ceiling:
+            c = projective_ceiling(args.gold)
+            print(
+                f"projective ceiling: UAS {c['all']['uas']:.2f} overall, "
+                f"{c['non-projective']['uas']:.2f} on the {c['non-projective']['sentences']} "
+                f"non-projective sentences ({c['non-projective']['heads']} of "
+                f"{c['non-projective']['words']} heads)"
+            )
+        if args.pred:
+            print(markdown_rows(args.gold, args.pred, args.exclude_punct))
     except DataError as err:
         print(f"bockparse.transition.analysis: {err}", file=sys.stderr)
         return 1

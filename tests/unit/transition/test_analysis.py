@@ -10,7 +10,7 @@ import pytest
 from bockparse.data import write_conllu
 from bockparse.decoders.eisner import is_projective
 from bockparse.metrics import evaluate_files
-from bockparse.transition.analysis import main, scores_by_projectivity
+from bockparse.transition.analysis import main, projective_ceiling, scores_by_projectivity
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
 
@@ -54,3 +54,17 @@ def test_command_line_prints_one_row_per_file(files, capsys):
     rows = capsys.readouterr().out.splitlines()
     assert len(rows) == 4 and rows[2].startswith(f"| {gold_path} | 100.00 | 100.00 | 100.00 |")
     assert main([gold_path, str(SAMPLE / "en_ewt-ud-test.conllu")]) == 1
+
+
+def test_projective_ceiling(files, capsys):
+    gold_path, _, gold, nonprojective = files
+    c = projective_ceiling(gold_path)
+    assert c["projective"]["uas"] == 100.0
+    assert c["non-projective"]["sentences"] == sum(nonprojective)
+    words = sum(len(g) for g, bad in zip(gold, nonprojective, strict=True) if bad)
+    assert c["non-projective"]["words"] == words
+    # Each crossing costs at least one head; a projective tree keeps most of them.
+    assert words - c["non-projective"]["sentences"] >= c["non-projective"]["heads"] > words / 2
+    assert c["all"]["heads"] == c["projective"]["heads"] + c["non-projective"]["heads"]
+    assert main([gold_path, "--ceiling"]) == 0
+    assert capsys.readouterr().out.startswith(f"projective ceiling: UAS {c['all']['uas']:.2f}")

@@ -182,3 +182,12 @@ def test_condition_selects_the_transition_model_on_the_graph_encoder(vocabs, sys
     parser = instantiate(cfg.model)(vocabs=vocabs, encoder=None)
     assert isinstance(parser, TransitionParser) and parser.system.name == system
     assert isinstance(instantiate(cfg.condition.loss), TransitionLoss)
+
+
+def test_pinning_the_model_keeps_the_transition_head():
+    # Experiments pin model=biaffine and its sizes; the condition still lays its head over them.
+    overrides = ["condition=arc-eager", "model=biaffine", "model.lstm_hidden=7"]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", overrides=overrides)
+    assert cfg.model._target_ == "bockparse.transition.TransitionParser"
+    assert cfg.model.lstm_hidden == 7 and cfg.model.system == "arc-eager"
