@@ -45,8 +45,10 @@ of ``G' + e`` may not return among equal-weight trees: the second best is then c
 different tree and ``T`` would come out twice. The result of the solve is therefore compared
 with ``T``; on a mismatch the cell ``G' + e`` minus ``T`` is split instead by Lawler's
 partition around ``T`` (ban its first free arc; force it and ban the second; ...), each part
-an ``F`` cell solved afresh. This keeps the cells disjoint, so no tree is output twice, and
-every list equals the brute-force top-k (as a multiset of scores) on ties of any kind.
+an ``F`` cell solved afresh (O(N^3) for that split; rare: a few in a thousand solves on
+small-integer scores, none seen on real-valued ones). This keeps the cells disjoint, so no
+tree is output twice, and every list equals the brute-force top-k (as a multiset of scores)
+on ties of any kind. (The same guard also covers real ties that float64 rounding breaks.)
 
 The reference implementation of the paper is known to misorder and repeat trees under the
 root constraint with negative scores; nothing here depends on the sign of the scores: root
