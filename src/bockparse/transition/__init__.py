@@ -8,6 +8,7 @@ Public API::
     NonProjectiveError, split_projective, ProjectivityCounts
     TransitionParser, TransitionScores   (parser.py; conf/model/transition.yaml)
     TransitionLoss   (loss.py; conf/condition/arc-standard.yaml, arc-eager.yaml)
+    analysis: scores_by_projectivity, projective_ceiling (python -m bockparse.transition.analysis)
 
 The parser and the loss import torch and load on first use.
 """

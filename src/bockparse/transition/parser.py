@@ -34,7 +34,6 @@ from torch import nn
 
 from ..data.batch import Batch
 from ..data.vocab import Vocabs
-from ..decoders.eisner import is_projective
 from ..model.encoder import TransformerEncoder
 from ..model.scorer import BiaffineScorer
 from .oracle import NonProjectiveError, oracle_walk
@@ -194,19 +193,24 @@ class TransitionParser(BiaffineScorer):
         for b, n in enumerate(lengths):
             heads = gold[b, : n + 1].copy()
             heads[0] = -1
-            if not is_projective(heads):
+            try:
+                steps = [
+                    (c.features(self.stack_features, self.buffer_features), kinds[t.kind],
+                     self.system.valid(c))
+                    for c, t in oracle_walk(self.system, heads)
+                ]  # fmt: skip
+            except NonProjectiveError as err:
                 if not self.projective_only:
                     raise NonProjectiveError(
-                        f"sentence {int(batch.sentence_ids[b])} of the batch has a "
-                        "non-projective gold tree; set projective_only to train without it"
-                    )
+                        f"sentence {int(batch.sentence_ids[b])} of the batch: {err}"
+                    ) from None
                 kept[b] = False
                 continue
-            for c, t in oracle_walk(self.system, heads):
-                items.append(c.features(self.stack_features, self.buffer_features))
+            for features, target, ok in steps:
+                items.append(features)
                 rows.append(b)
-                targets.append(kinds[t.kind])
-                valid.append(self.system.valid(c))
+                targets.append(target)
+                valid.append(ok)
         device = x.device
         K = len(self.system.kinds)
         if items:
