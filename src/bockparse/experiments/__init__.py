@@ -1,0 +1,6 @@
+"""Experiments over trained runs: Table 1, decoder substitution, punctuation re-evaluation, the
+root-constraint study, plots, and the data check of the experiment configs.
+
+Entry points: ``bockparse-table`` (:mod:`.table`), ``bockparse-substitute`` (:mod:`.substitute`),
+``bockparse-reeval`` (:mod:`.reeval`), ``bockparse-rootstudy`` (:mod:`.rootstudy`).
+"""

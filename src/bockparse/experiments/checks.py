@@ -1,0 +1,102 @@
+"""Checks run by Hydra before any training job starts (``hydra.callbacks`` of an experiment).
+
+The Table 1 experiments on licensed treebanks (``table1-ptb``, ``table1-ctb``) cannot ship their
+data: the files are required settings (``???``), and :class:`RequireData` stops the run or the
+whole sweep at start, before a single model is built, naming every missing setting or file.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.experimental.callback import Callback
+from hydra.utils import to_absolute_path
+from omegaconf import DictConfig, OmegaConf
+
+SPLITS = ("train", "val", "test")
+
+
+def data_problems(data: DictConfig, skip: Iterable[str] = ()) -> list[str]:
+    """What is wrong with the data files of a config, one line per problem (empty when fine).
+
+    Args:
+        data: the ``data`` node of a training config (``root``, ``train``, ``val``, ``test``);
+            relative paths start from ``root``, itself relative to the directory the program
+            started in, as in :class:`bockparse.data.datamodule.ParserDataModule`.
+        skip: splits not to check (set per job by a sweep).
+
+    Returns:
+        Messages such as ``"data.train is not set"`` or ``"data.val: /x/dev.conllu does not
+        exist"``.
+    """
+    problems: list[str] = []
+    skip = set(skip)
+    root = None if OmegaConf.is_missing(data, "root") else data.get("root")
+    base = Path(to_absolute_path(root if root is not None else "."))
+    for split in SPLITS:
+        if split in skip:
+            continue
+        if OmegaConf.is_missing(data, split):
+            problems.append(f"data.{split} is not set")
+            continue
+        value = data.get(split)
+        if value is None:
+            problems.append(f"data.{split} is null")
+            continue
+        path = base / Path(str(value)).expanduser()
+        if not path.is_file():
+            problems.append(f"data.{split}: {path} does not exist")
+    return problems
+
+
+def swept_keys(config: DictConfig) -> set[str]:
+    """Keys that a multirun sets per job: ``hydra.sweeper.params`` and sweep overrides."""
+    keys = set((OmegaConf.select(config, "hydra.sweeper.params") or {}).keys())
+    task = list(OmegaConf.select(config, "hydra.overrides.task") or [])
+    for override in OverridesParser.create().parse_overrides(task):
+        if override.is_sweep_override():
+            keys.add(override.get_key_element())
+    return {k.lstrip("+~") for k in keys}
+
+
+def _skipped_splits(keys: set[str]) -> set[str] | None:
+    """Splits whose files a sweep sets per job; ``None`` when it may set all of them."""
+    if keys & {"data", "experiment", "data.root"}:
+        return None
+    return {k.split(".", 1)[1] for k in keys if k.startswith("data.") and k.count(".") == 1}
+
+
+def _stop(config: DictConfig, problems: list[str]) -> None:
+    name = OmegaConf.select(config, "experiment_name", default="?")
+    lines = "\n".join(f"  - {p}" for p in problems)
+    sys.exit(
+        f"bockparse-train: experiment {name!r} needs its treebank files:\n{lines}\n"
+        "Give them as data.root=DIR (with the file names of the data config) or "
+        "data.train=... data.val=... data.test=..., or put them in the git-ignored "
+        "conf/local/default.yaml."
+    )
+
+
+class RequireData(Callback):
+    """Stop before training when a data file is not given or does not exist.
+
+    Runs once per ``bockparse-train`` call: at the start of a single run, or of a multirun
+    before any job is launched (splits set per job by the sweep are left to the jobs).
+    """
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        problems = data_problems(config.data)
+        if problems:
+            _stop(config, problems)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        skip = _skipped_splits(swept_keys(config))
+        if skip is None:
+            return
+        problems = data_problems(config.data, skip)
+        if problems:
+            _stop(config, problems)

@@ -1,0 +1,189 @@
+"""PNG figures (matplotlib, Agg): development LAS against update per condition, Table 1 bars,
+and the root-constraint bars.
+
+Development curves come from each run's CSV log (``csv/metrics.csv``, Lightning's CSVLogger).
+Lightning logs the evaluation after update ``u`` at ``step = u - 1``, so the update is
+``step + 1``; the last ``val/las`` row before the first ``test/las`` row is the final
+re-evaluation of the selected checkpoint by :func:`bockparse.train.run`, not a point of the
+curve, and is dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+DEV_KEY = "val/las"
+
+
+def dev_curve(run_dir: str | Path, key: str = DEV_KEY) -> dict[int, float]:
+    """Update -> development score during training, from ``csv/metrics.csv`` (empty if none)."""
+    path = Path(run_dir) / "csv" / "metrics.csv"
+    if not path.is_file():
+        return {}
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    first_test = next((i for i, r in enumerate(rows) if r.get("test/las")), len(rows))
+    points = [(i, r) for i, r in enumerate(rows[:first_test]) if r.get(key)]
+    if first_test < len(rows) and points:
+        points = points[:-1]  # the final re-evaluation of the selected checkpoint
+    curve: dict[int, float] = {}
+    for _, row in points:
+        try:
+            update, value = int(row["step"]) + 1, float(row[key])
+        except (KeyError, ValueError):
+            continue
+        if math.isfinite(value):
+            curve[update] = value  # a resumed run re-logs a step: the later row wins
+    return curve
+
+
+def mean_band(curves: Sequence[Mapping[int, float]]) -> tuple[list[int], list[float], list[float]]:
+    """Per update: the mean over the curves that reach it and its sample std (0 for one)."""
+    updates = sorted({u for c in curves for u in c})
+    means, stds = [], []
+    for u in updates:
+        values = [c[u] for c in curves if u in c]
+        means.append(statistics.fmean(values))
+        stds.append(statistics.stdev(values) if len(values) >= 2 else 0.0)
+    return updates, means, stds
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _label(key: object) -> str:
+    from .table import row_label
+
+    return row_label(key)
+
+
+def plot_dev_curves(groups: Sequence, path: str | Path) -> Path:
+    """Development LAS against update, one panel per treebank, one line per condition: the
+    mean over seeds with a ± one sample standard deviation band."""
+    from .table import _row_key
+
+    plt = _pyplot()
+    groups = list(groups)
+    fig, axes = plt.subplots(
+        1, max(1, len(groups)), figsize=(5.5 * max(1, len(groups)), 4), squeeze=False
+    )
+    for ax, g in zip(axes[0], groups, strict=False):
+        by_row: dict[object, list[dict[int, float]]] = {}
+        for run in g.used:
+            curve = dev_curve(run.path)
+            if curve:
+                by_row.setdefault(_row_key(run, g.layout), []).append(curve)
+        for key in g.cells:
+            curves = by_row.get(key)
+            if not curves:
+                continue
+            x, mean, std = mean_band(curves)
+            line = ax.plot(
+                x,
+                mean,
+                marker="." if len(x) < 30 else None,
+                label=f"{_label(key)} (n={len(curves)})",
+            )[0]
+            lo = [m - s for m, s in zip(mean, std, strict=True)]
+            hi = [m + s for m, s in zip(mean, std, strict=True)]
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_title(g.label)
+        ax.set_xlabel("update")
+        ax.set_ylabel("dev LAS (%)")
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    fig.suptitle("Development LAS during training: mean over seeds ± sample std", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_table1(groups: Sequence, path: str | Path, stage: str = "test") -> Path:
+    """Table 1 as bars: per treebank and metric, each condition's mean with its sample std,
+    the seeds as dots, and the paper's published mean as a black bar where there is one."""
+    from .table import METRICS
+
+    plt = _pyplot()
+    groups = list(groups)
+    fig, axes = plt.subplots(
+        max(1, len(groups)),
+        len(METRICS),
+        figsize=(4 * len(METRICS), 3.2 * max(1, len(groups))),
+        squeeze=False,
+    )
+    for r, g in enumerate(groups):
+        keys = [k for k, cell in g.cells.items() if cell["las"].n > 0]
+        for c, name in enumerate(METRICS):
+            ax = axes[r][c]
+            for i, key in enumerate(keys):
+                s = g.cells[key][name]
+                if s.n == 0:
+                    continue
+                ax.bar(i, s.mean, yerr=s.std or 0.0, capsize=4, color=f"C{i}", alpha=0.7)
+                ax.scatter([i] * s.n, list(s.values.values()), color="k", s=10, zorder=3)
+                paper = (g.paper or {}).get(key) if isinstance(key, str) else None
+                if paper is not None and paper[c] is not None:
+                    ax.hlines(
+                        paper[c],
+                        i - 0.4,
+                        i + 0.4,
+                        color="k",
+                        linewidth=2,
+                        label="paper" if i == 0 else None,
+                    )
+            values = [v for k in keys for v in g.cells[k][name].values.values()]
+            if values:
+                lo, hi = min(values), max(values)
+                pad = max(0.5, 0.25 * (hi - lo))
+                ax.set_ylim(max(0.0, lo - 2 * pad), min(100.0, hi + 2 * pad))
+            ax.set_xticks(range(len(keys)), [_label(k) for k in keys], rotation=20, fontsize=8)
+            ax.set_title(f"{g.label}: {stage} {name.upper()}", fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+            if g.paper and c == 0:
+                ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_root_violations(rows: Sequence[Mapping], path: str | Path, title: str) -> Path:
+    """Bars: the percentage of trees violating the single-root constraint, per decoding
+    (1-best, K-best), unconstrained against root-constrained."""
+    plt = _pyplot()
+    labels = [row["decoding"] for row in rows]
+    fig, ax = plt.subplots(figsize=(1.2 * len(labels) + 2, 3.5))
+    x = range(len(labels))
+    free = [row["unconstrained_pct"] for row in rows]
+    fixed = [row["constrained_pct"] for row in rows]
+    ax.bar([i - 0.2 for i in x], free, width=0.4, label="unconstrained")
+    ax.bar([i + 0.2 for i in x], fixed, width=0.4, label="root-constrained")
+    for i, v in enumerate(fixed):
+        ax.annotate(f"{v:.1f}", (i + 0.2, v), ha="center", va="bottom", fontsize=7)
+    for i, v in enumerate(free):
+        ax.annotate(f"{v:.1f}", (i - 0.2, v), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(x), labels)
+    ax.set_ylabel("trees violating single root (%)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _save(fig, path: str | Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

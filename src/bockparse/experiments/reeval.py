@@ -1,0 +1,163 @@
+"""``bockparse-reeval``: punctuation-excluded scores of saved predictions, without retraining.
+
+The Bock paper's comparison with Zhang et al. (2019) (Appendix B) re-evaluates the saved test
+predictions with the earlier POS-based exclusions: gold XPOS ``` `` '' : , . ``` on the PTB,
+gold XPOS ``PU`` on the CTB; for UD treebanks, gold UPOS ``PUNCT``. All sentences are kept.
+Each run's ``predictions/<stage>.conllu`` is checked for token alignment with its gold file
+(:func:`bockparse.metrics.evaluate_files`); the punctuation-included re-evaluation is compared
+with the run's ``metrics.json`` as a check of the saved files. The table is Table 1's layout
+(:mod:`.table`), beside the paper's published punctuation-excluded means for PTB and CTB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from ..data.conllu import DataError
+from ..metrics import NAMES, PUNCT_EXCLUSIONS, evaluate_files
+from .loading import run_config
+from .runs import Discovery, Run, discover
+from .table import aggregate, render, write_csv
+
+# Appendix B: test LAS and LCM under the POS-based punctuation exclusions (no UAS given).
+PAPER_PUNCT_EXCLUDED: dict[str, dict[str, tuple[float | None, float | None, float | None]]] = {
+    "table1-ptb": {"local-ce": (None, 95.10, 57.71), "hinge-cle": (None, 95.02, 56.91)},
+    "table1-ctb": {"local-ce": (None, 90.56, 44.24), "hinge-cle": (None, 90.61, 43.73)},
+}
+TOLERANCE = 1e-6  # percentage points between metrics.json and the re-evaluation
+
+
+def exclusion_of(data) -> str:
+    """The :data:`~bockparse.metrics.PUNCT_EXCLUSIONS` name matching a data config's
+    ``punct_field`` and ``punct_tags``.
+
+    Raises:
+        ValueError: no exclusion has that column and tag set.
+    """
+    field, tags = str(data.punct_field), frozenset(map(str, data.punct_tags))
+    for name, (column, known) in PUNCT_EXCLUSIONS.items():
+        if column == field and known == tags:
+            return name
+    raise ValueError(
+        f"no punctuation exclusion matches {field} {sorted(tags)}; give --exclude-punct "
+        f"{'|'.join(PUNCT_EXCLUSIONS)}"
+    )
+
+
+def gold_file(run_dir: Path, stage: str) -> tuple[Path, DictConfig]:
+    """The gold CoNLL-U file of a run's split and the run's data config."""
+    data = run_config(run_dir).data
+    return Path(str(data.root)) / str(data[stage]), data
+
+
+def reevaluate(run: Run, stage: str, exclude: str) -> tuple[Run, float | None]:
+    """The run with ``<stage>/{uas,las,lcm}`` replaced by punctuation-excluded scores, and the
+    largest difference between its ``metrics.json`` and the punctuation-included re-evaluation
+    (``None`` when ``metrics.json`` lacks the scores).
+
+    Raises:
+        DataError: a prediction or gold file is missing, malformed or misaligned.
+        ValueError: ``exclude="auto"`` and the data config matches no exclusion.
+    """
+    gold, data = gold_file(run.path, stage)
+    pred = run.path / "predictions" / f"{stage}.conllu"
+    if not pred.is_file():
+        raise DataError(f"{pred}: no saved predictions")
+    name = exclusion_of(data) if exclude == "auto" else exclude
+    included = evaluate_files(str(gold), str(pred), None)
+    excluded = evaluate_files(str(gold), str(pred), name)
+    gaps = [
+        abs(included[n] - run.metrics[f"{stage}/{n}"])
+        for n in NAMES
+        if isinstance(run.metrics.get(f"{stage}/{n}"), (int, float))
+    ]
+    metrics = {**run.metrics, **{f"{stage}/{n}": excluded[n] for n in NAMES}, "exclude_punct": name}
+    return replace(run, metrics=metrics), max(gaps) if gaps else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``bockparse-reeval RUN_DIR... [--exclude-punct auto|ptb|ctb|upos] [--out DIR]``."""
+    parser = argparse.ArgumentParser(
+        prog="bockparse-reeval",
+        description="Re-evaluate saved predictions with punctuation excluded (no retraining); "
+        "Table 1 layout.",
+    )
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="run folders or sweep folders (searched recursively)",
+    )
+    parser.add_argument(
+        "--exclude-punct",
+        default="auto",
+        choices=["auto", *sorted(PUNCT_EXCLUSIONS)],
+        help="auto: from each run's data config (punct_field, punct_tags)",
+    )
+    parser.add_argument("--stage", choices=("test", "val"), default="test")
+    parser.add_argument(
+        "--out", metavar="DIR", default=None, help="write table1-punct.md and table1-punct.csv here"
+    )
+    args = parser.parse_args(argv)
+    try:
+        found = discover(args.runs)
+    except FileNotFoundError as err:
+        print(f"bockparse-reeval: {err}", file=sys.stderr)
+        return 2
+    runs, notes, worst = [], [], 0.0
+    used: set[str] = set()
+    for run in found.runs:
+        if not run.ok:
+            runs.append(run)
+            continue
+        try:
+            new, gap = reevaluate(run, args.stage, args.exclude_punct)
+        except (DataError, ValueError, OSError) as err:
+            runs.append(replace(run, metrics=None, error=f"re-evaluation failed: {err}"))
+            continue
+        used.add(new.metrics["exclude_punct"])
+        if gap is not None:
+            worst = max(worst, gap)
+            if gap > TOLERANCE:
+                notes.append(
+                    f"{run.path}: the punctuation-included re-evaluation differs from "
+                    f"metrics.json by {gap:.6f} points"
+                )
+        runs.append(new)
+    if not runs:
+        print(f"bockparse-reeval: no run folders under {', '.join(args.runs)}", file=sys.stderr)
+        return 2
+    groups = aggregate(
+        Discovery(runs, found.sweep_seeds),
+        stage=args.stage,
+        paper=PAPER_PUNCT_EXCLUDED,
+        paper_paired={},
+    )
+    note = (
+        f"Punctuation excluded ({', '.join(sorted(used)) or 'none'}); saved predictions "
+        "re-evaluated without retraining; all sentences kept."
+    )
+    check = (
+        "Check: the punctuation-included re-evaluation of every saved prediction file matches "
+        f"metrics.json (largest difference {worst:.2g} points)."
+        if not notes
+        else "Check FAILED:\n" + "\n".join(f"- {n}" for n in notes)
+    )
+    text = render(groups, args.stage, "table1", note) + "\n" + check + "\n"
+    print(text, end="", flush=True)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "table1-punct.md").write_text(text, encoding="utf-8")
+        write_csv(groups, out / "table1-punct.csv", args.stage)
+    return 1 if notes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

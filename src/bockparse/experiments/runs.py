@@ -1,0 +1,193 @@
+"""Finding the run folders of ``bockparse-train`` and reading what each one left behind.
+
+A run folder holds ``.hydra/config.yaml`` (written by Hydra when the job starts) and, once the
+run has finished, ``metrics.json`` (written last, atomically, by :func:`bockparse.train.run`).
+A folder with the first and not the second is a *failed* run (crashed, killed, or still
+running); it is reported, never averaged over.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+METRICS_FILE = "metrics.json"
+CONFIG_FILE = Path(".hydra") / "config.yaml"
+HYDRA_FILE = Path(".hydra") / "hydra.yaml"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder.
+
+    Attributes:
+        path: the folder.
+        experiment: ``experiment_name`` (from ``metrics.json``, else the saved config).
+        data: the data config chosen (``ud-english-ewt``, ``ptb``, ...), or ``None``.
+        condition: the condition name (``local-ce``, ``hinge-bock``, ...), or ``None``.
+        decoder: the condition's decoder, or ``None``.
+        loss: the loss class name (``StructuredHinge``, ...), or ``None``.
+        seed: the run seed, or ``None``.
+        metrics: the parsed ``metrics.json``; ``None`` for a failed run.
+        error: why the run counts as failed (``None`` when it finished).
+    """
+
+    path: Path
+    experiment: str | None
+    data: str | None
+    condition: str | None
+    decoder: str | None
+    loss: str | None
+    seed: int | None
+    metrics: dict[str, Any] | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.metrics is not None
+
+    @property
+    def group(self) -> tuple[str, str | None]:
+        """The key runs are grouped by into treebank columns: ``(experiment, data)``."""
+        return (self.experiment or "?", self.data)
+
+
+@dataclass
+class Discovery:
+    """The runs found under some folders, and the seeds their sweeps asked for."""
+
+    runs: list[Run] = field(default_factory=list)
+    sweep_seeds: set[int] = field(default_factory=set)
+
+
+def _is_run_dir(path: Path) -> bool:
+    return (path / CONFIG_FILE).is_file() or (path / METRICS_FILE).is_file()
+
+
+def _candidates(root: Path) -> Iterable[Path]:
+    if _is_run_dir(root):
+        yield root
+        return
+    seen: set[Path] = set()
+    for marker in sorted(root.rglob("config.yaml")):
+        if marker.parent.name == ".hydra":
+            seen.add(marker.parent.parent)
+    for marker in sorted(root.rglob(METRICS_FILE)):
+        seen.add(marker.parent)
+    # Nested runs (a run inside a run's folder) do not occur; keep the outermost anyway.
+    for path in sorted(seen):
+        if not any(parent in seen for parent in path.parents):
+            yield path
+
+
+def _load_yaml(path: Path) -> DictConfig | None:
+    try:
+        cfg = OmegaConf.load(path)
+    except Exception:  # a truncated or foreign file: the run is read from its other files
+        return None
+    return cfg if isinstance(cfg, DictConfig) else None
+
+
+def _select(cfg: DictConfig | None, key: str) -> Any:
+    if cfg is None:
+        return None
+    try:
+        return OmegaConf.select(cfg, key, throw_on_resolution_failure=False)
+    except Exception:  # interpolation errors in a foreign config
+        return None
+
+
+def read_run(path: str | Path) -> Run:
+    """Read one run folder (finished or failed)."""
+    path = Path(path)
+    cfg = _load_yaml(path / CONFIG_FILE) if (path / CONFIG_FILE).is_file() else None
+    hydra_cfg = _load_yaml(path / HYDRA_FILE) if (path / HYDRA_FILE).is_file() else None
+    data = _select(hydra_cfg, "hydra.runtime.choices.data")
+    metrics: dict[str, Any] | None = None
+    error: str | None = None
+    metrics_path = path / METRICS_FILE
+    if metrics_path.is_file():
+        try:
+            metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+            if not isinstance(metrics, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as err:
+            metrics, error = None, f"unreadable {METRICS_FILE}: {err}"
+    else:
+        error = f"no {METRICS_FILE} (the run failed, was stopped, or is still running)"
+    source = metrics or {}
+    seed = source.get("seed", _select(cfg, "seed"))
+    loss = source.get("loss")
+    if loss is None:
+        target = _select(cfg, "condition.loss._target_")
+        loss = str(target).rsplit(".", 1)[-1] if target else None
+    return Run(
+        path=path,
+        experiment=source.get("experiment", _select(cfg, "experiment_name")),
+        data=data,
+        condition=source.get("condition", _select(cfg, "condition.name")),
+        decoder=source.get("decoder", _select(cfg, "condition.decoder")),
+        loss=loss,
+        seed=None if seed is None else int(seed),
+        metrics=metrics,
+        error=error,
+    )
+
+
+def _sweep_seeds(root: Path) -> set[int]:
+    """Seeds a multirun asked for, from its ``multirun.yaml`` (sweeper params or overrides)."""
+    cfg = _load_yaml(root / "multirun.yaml")
+    if cfg is None:
+        return set()
+    values: list[str] = []
+    params = _select(cfg, "hydra.sweeper.params") or {}
+    if "seed" in params:
+        values.append(str(params["seed"]))
+    for override in _select(cfg, "hydra.overrides.task") or []:
+        key, _, value = str(override).partition("=")
+        if key.lstrip("+") == "seed":
+            values.append(value)
+    seeds: set[int] = set()
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if part.lstrip("-").isdigit():
+                seeds.add(int(part))
+    return seeds
+
+
+def discover(paths: Sequence[str | Path]) -> Discovery:
+    """Every run folder at or below ``paths`` (sweep roots or run folders), each once.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+    """
+    found = Discovery()
+    seen: set[Path] = set()
+    for given in paths:
+        root = Path(given)
+        if not root.exists():
+            raise FileNotFoundError(f"{root}: no such folder")
+        found.sweep_seeds |= _sweep_seeds(root)
+        for run_dir in _candidates(root):
+            key = run_dir.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.runs.append(read_run(run_dir))
+    return found
+
+
+def metric(run: Run, key: str) -> float | None:
+    """A finite metric of a finished run (``"test/las"``), else ``None``."""
+    if run.metrics is None:
+        return None
+    value = run.metrics.get(key)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return None
+    return float(value)

@@ -1,0 +1,576 @@
+"""``bockparse-table``: Table 1 of Wang & Park (2026) from run folders, and the ablation grid.
+
+Every run's ``metrics.json`` is read (:mod:`.runs`); runs are grouped into treebank columns by
+``(experiment_name, data config)``. For each condition and metric the cell is the mean ± sample
+standard deviation (``n - 1`` in the denominator; no deviation for ``n = 1``) over seeds, from
+full-precision rates, rounded only for presentation (the paper's Appendix B). Below the table
+come the per-seed paired LAS differences hinge-Bock − hinge-CL/E and every missing, failed or
+duplicated run: a run without ``metrics.json`` is listed, never averaged over. For
+``table1-ptb`` and ``table1-ctb`` the paper's published test means sit beside ours.
+
+``--layout grid`` prints the loss × decoder grid of ``sweep=ablation`` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .runs import Discovery, Run, discover, metric
+
+METRICS = ("uas", "las", "lcm")
+
+# Table 1's rows: condition name -> label, in the paper's order.
+TABLE1_CONDITIONS: dict[str, str] = {
+    "local-ce": "Local CE",
+    "hinge-cle": "Hinge (CL/E)",
+    "hinge-bock": "Hinge (Bock)",
+}
+PAIRED = ("hinge-bock", "hinge-cle")  # the paired difference is first minus second
+PAPER_SEEDS = (1111, 2222, 3333)
+
+# Wang & Park (2026), Table 1: test UAS / LAS / LCM means over seeds 1111, 2222, 3333.
+PAPER_MEANS: dict[str, dict[str, tuple[float, float, float]]] = {
+    "table1-ptb": {
+        "local-ce": (95.71, 94.79, 55.39),
+        "hinge-cle": (95.64, 94.71, 54.42),
+        "hinge-bock": (95.72, 94.79, 54.55),
+    },
+    "table1-ctb": {
+        "local-ce": (90.07, 88.94, 39.72),
+        "hinge-cle": (90.12, 89.02, 39.23),
+        "hinge-bock": (90.88, 89.80, 41.24),
+    },
+}
+# Appendix B: the CTB hinge-Bock − hinge-CL/E test LAS differences per seed.
+PAPER_PAIRED: dict[str, dict[int, float]] = {
+    "table1-ctb": {1111: 1.32, 2222: -0.22, 3333: 1.25},
+}
+
+TREEBANK_LABELS = {
+    "table1-ptb": "PTB",
+    "table1-ctb": "CTB",
+    "table1-ud-ewt": "UD English-EWT",
+    "table1-ud-gsd": "UD Chinese-GSD v1.3",
+}
+LOSS_LABELS = {
+    "LocalCrossEntropy": "Local CE",
+    "StructuredHinge": "Hinge",
+    "TreeCRF": "CRF",
+}
+DECODER_ORDER = ("cle", "bock", "bock-original", "tarjan", "eisner")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Per-seed values of one cell and their mean and sample standard deviation.
+
+    Attributes:
+        values: seed -> value, full precision.
+    """
+
+    values: Mapping[int, float]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.values.values()) if self.values else None
+
+    @property
+    def std(self) -> float | None:
+        """Sample standard deviation (``n - 1``); ``None`` below two seeds."""
+        return statistics.stdev(self.values.values()) if self.n >= 2 else None
+
+
+def summarize(values: Mapping[int, float]) -> Summary:
+    """The :class:`Summary` of seed -> value (seeds sorted)."""
+    return Summary(dict(sorted(values.items())))
+
+
+def paired_differences(a: Mapping[int, float], b: Mapping[int, float]) -> dict[int, float]:
+    """``a[seed] - b[seed]`` for the seeds present in both, in seed order."""
+    return {seed: a[seed] - b[seed] for seed in sorted(a.keys() & b.keys())}
+
+
+@dataclass
+class Group:
+    """The runs of one treebank column, summarised.
+
+    Attributes:
+        experiment, data: the grouping key.
+        label: the column label (``PTB``, ``UD English-EWT``, ``smoke (ewt-sample)``).
+        layout: ``"table1"`` (rows are conditions) or ``"grid"`` (rows are (loss, decoder)).
+        cells: row key -> metric -> :class:`Summary`; the row key is the condition name
+            (Table 1) or ``(loss, decoder)`` (grid).
+        used: the finished runs the cells are made of.
+        failed: runs without a readable ``metrics.json``.
+        duplicates: finished runs of a row and seed already covered by a newer run (ignored).
+        missing: ``(row key, seed)`` pairs expected and absent.
+        expected_seeds: the seeds every row should have.
+        paper: condition -> the paper's published (UAS, LAS, LCM) means (``None`` where it
+            gives none), or ``None`` for a treebank the paper does not have.
+        paper_paired: the paper's per-seed paired LAS differences, or ``None``.
+    """
+
+    experiment: str
+    data: str | None
+    label: str
+    layout: str = "table1"
+    cells: dict[object, dict[str, Summary]] = field(default_factory=dict)
+    used: list[Run] = field(default_factory=list)
+    failed: list[Run] = field(default_factory=list)
+    duplicates: list[Run] = field(default_factory=list)
+    missing: list[tuple[object, int]] = field(default_factory=list)
+    expected_seeds: tuple[int, ...] = ()
+    paper: Mapping[str, tuple[float | None, ...]] | None = None
+    paper_paired: Mapping[int, float] | None = None
+
+    def paired(self, stage_metric: str = "las") -> Summary | None:
+        """hinge-Bock − hinge-CL/E per seed (Table 1 layout), or ``None`` without both rows."""
+        a, b = (self.cells.get(c, {}).get(stage_metric) for c in PAIRED)
+        if a is None or b is None:
+            return None
+        return summarize(paired_differences(a.values, b.values))
+
+    @property
+    def train_hours(self) -> float:
+        return sum(float((r.metrics or {}).get("train_seconds", 0.0)) for r in self.used) / 3600
+
+
+def group_label(experiment: str, data: str | None) -> str:
+    """``table1-ptb`` -> ``PTB``; other experiments as ``name (data)``."""
+    if experiment in TREEBANK_LABELS:
+        return TREEBANK_LABELS[experiment]
+    return f"{experiment} ({data})" if data else experiment
+
+
+def _row_key(run: Run, layout: str) -> object:
+    return run.condition if layout == "table1" else (run.loss, run.decoder)
+
+
+def _row_order(keys: Iterable[object], layout: str) -> list[object]:
+    keys = list(dict.fromkeys(keys))
+    if layout == "table1":
+        first = [c for c in TABLE1_CONDITIONS if c in keys]
+        return first + sorted(k for k in keys if k not in TABLE1_CONDITIONS)
+    losses = list(LOSS_LABELS)
+
+    def rank(key):
+        loss, decoder = key
+        return (
+            losses.index(loss) if loss in losses else len(losses),
+            str(loss),
+            DECODER_ORDER.index(decoder) if decoder in DECODER_ORDER else len(DECODER_ORDER),
+            str(decoder),
+        )
+
+    return sorted(keys, key=rank)
+
+
+def _newest_first(run: Run) -> float:
+    try:
+        return -(run.path / "metrics.json").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def aggregate(
+    found: Discovery,
+    *,
+    stage: str = "test",
+    layout: str = "table1",
+    seeds: Sequence[int] | None = None,
+    paper: Mapping[str, Mapping[str, tuple[float | None, ...]]] = PAPER_MEANS,
+    paper_paired: Mapping[str, Mapping[int, float]] = PAPER_PAIRED,
+) -> list[Group]:
+    """Group runs into treebank columns and summarise every row and metric.
+
+    Args:
+        found: the runs (see :func:`bockparse.experiments.runs.discover`).
+        stage: ``"test"`` or ``"val"``: which scores of ``metrics.json``.
+        layout: ``"table1"`` (rows are conditions; Table 1's three are always expected) or
+            ``"grid"`` (rows are ``(loss, decoder)`` pairs).
+        seeds: the seeds every row should have; ``None``: the seeds seen in the group, those
+            of the sweeps found, and, for ``table1-*`` experiments, the paper's three.
+        paper, paper_paired: published numbers per experiment name, shown beside ours.
+
+    Returns:
+        One :class:`Group` per ``(experiment, data)``, in order of first appearance.
+    """
+    if layout not in ("table1", "grid"):
+        raise ValueError(f"layout must be 'table1' or 'grid', got {layout!r}")
+    by_group: dict[tuple[str, str | None], list[Run]] = {}
+    for run in found.runs:
+        by_group.setdefault(run.group, []).append(run)
+    groups: list[Group] = []
+    for (experiment, data), runs in by_group.items():
+        group = Group(
+            experiment,
+            data,
+            group_label(experiment, data),
+            layout,
+            paper=paper.get(experiment),
+            paper_paired=paper_paired.get(experiment),
+        )
+        chosen: dict[tuple[object, int], Run] = {}
+        tried: set[tuple[object, int]] = set()
+        for run in sorted(runs, key=_newest_first):
+            key = _row_key(run, layout)
+            if not run.ok or run.seed is None or key in (None, (None, None)):
+                if run.ok:  # finished but unidentifiable: report it rather than guess
+                    run = replace(run, metrics=None, error="metrics.json without condition or seed")
+                group.failed.append(run)
+                if run.seed is not None and key not in (None, (None, None)):
+                    tried.add((key, run.seed))
+                continue
+            if (key, run.seed) in chosen:
+                group.duplicates.append(run)
+            else:
+                chosen[(key, run.seed)] = run
+        group.used = sorted(chosen.values(), key=lambda r: (str(r.condition), r.seed or 0))
+        if seeds is not None:
+            expected = set(seeds)
+        else:
+            expected = {s for _, s in chosen} | {s for _, s in tried} | found.sweep_seeds
+            if experiment.startswith("table1-"):
+                expected |= set(PAPER_SEEDS)
+        group.expected_seeds = tuple(sorted(expected))
+        rows = [k for k, _ in chosen] + [k for k, _ in tried]
+        if layout == "table1":
+            rows += list(TABLE1_CONDITIONS)
+        for row in _row_order(rows, layout):
+            cell: dict[str, Summary] = {}
+            for name in METRICS:
+                values = {}
+                for (key, seed), run in chosen.items():
+                    value = metric(run, f"{stage}/{name}")
+                    if key == row and value is not None:
+                        values[seed] = value
+                cell[name] = summarize(values)
+            group.cells[row] = cell
+            for seed in group.expected_seeds:
+                if (row, seed) not in chosen and (row, seed) not in tried:
+                    group.missing.append((row, seed))
+        groups.append(group)
+    return groups
+
+
+# -- presentation ----------------------------------------------------------------------------
+
+
+def fmt_cell(summary: Summary | None, digits: int = 2) -> str:
+    """``95.71 ± 0.12``; ``95.71`` for one seed; ``—`` for none."""
+    if summary is None or summary.n == 0:
+        return "—"
+    if summary.std is None:
+        return f"{summary.mean:.{digits}f}"
+    return f"{summary.mean:.{digits}f} ± {summary.std:.{digits}f}"
+
+
+def fmt_signed(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    text = f"{value:+.{digits}f}"
+    return text.replace("-", "−")
+
+
+def row_label(key: object) -> str:
+    if isinstance(key, tuple):
+        loss, decoder = key
+        return f"{LOSS_LABELS.get(loss, loss)} + {decoder}"
+    return TABLE1_CONDITIONS.get(key, str(key))
+
+
+def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "r") -> str:
+    lines = ["| " + " | ".join(header) + " |"]
+    marks = [":---"] + [("---:" if align == "r" else ":---")] * (len(header) - 1)
+    lines.append("| " + " | ".join(marks) + " |")
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def table1_markdown(groups: Sequence[Group], stage: str = "test", note: str = "") -> str:
+    """Table 1: rows conditions; per treebank ``n``, UAS, LAS, LCM (and the paper's means);
+    ``note`` is added to the caption."""
+    header = ["Training"]
+    for g in groups:
+        header.append(f"{g.label} n")
+        for name in METRICS:
+            header.append(f"{g.label} {name.upper()}")
+            if g.paper:
+                header.append(f"{g.label} {name.upper()} (paper)")
+    keys = _row_order((k for g in groups for k in g.cells), "table1")
+    rows = []
+    for key in keys:
+        row = [row_label(key)]
+        for g in groups:
+            cell = g.cells.get(key)
+            row.append(str(cell["las"].n) if cell else "0")
+            for i, name in enumerate(METRICS):
+                summary = cell[name] if cell else None
+                text = fmt_cell(summary)
+                if summary is not None and cell and 0 < summary.n != cell["las"].n:
+                    text += f" (n={summary.n})"
+                row.append(text)
+                if g.paper:
+                    paper = g.paper.get(key)
+                    row.append("—" if paper is None or paper[i] is None else f"{paper[i]:.2f}")
+        rows.append(row)
+    title = (
+        f"{stage.capitalize()} scores (%), mean ± sample standard deviation (n − 1) over the "
+        "n seeds; no deviation for n = 1." + (f" {note}" if note else "")
+    )
+    return title + "\n\n" + _markdown(header, rows)
+
+
+def paired_markdown(groups: Sequence[Group]) -> str:
+    """Per-seed LAS differences hinge-Bock − hinge-CL/E, their mean ± sample std."""
+    seeds = sorted(
+        {s for g in groups for s in (g.paired().values if g.paired() else {})}
+        | {s for g in groups for s in (g.paper_paired or {})}
+    )
+    header = ["Treebank", "n", *[f"seed {s}" for s in seeds], "mean ± std"]
+    rows = []
+    for g in groups:
+        diff = g.paired()
+        if diff is None:
+            continue
+        values = [fmt_signed(diff.values.get(s)) for s in seeds]
+        mean = fmt_signed(diff.mean)
+        if diff.std is not None:
+            mean += f" ± {diff.std:.2f}"
+        rows.append([g.label, str(diff.n), *values, mean])
+        paper = g.paper_paired
+        if paper:
+            ref = summarize(paper)
+            rows.append(
+                [
+                    f"{g.label} (paper)",
+                    str(ref.n),
+                    *[fmt_signed(paper.get(s)) for s in seeds],
+                    f"{fmt_signed(ref.mean)} ± {ref.std:.2f}",
+                ]
+            )
+    if not rows:
+        return "Paired LAS differences: no treebank has both hinge-bock and hinge-cle runs."
+    return (
+        "Paired LAS difference hinge-Bock − hinge-CL/E (percentage points), per seed present in "
+        "both conditions.\n\n" + _markdown(header, rows)
+    )
+
+
+def grid_markdown(groups: Sequence[Group], stage: str = "test") -> str:
+    """Loss × decoder: one table per treebank and metric, cells mean ± std (n)."""
+    parts = []
+    for g in groups:
+        losses = list(dict.fromkeys(k[0] for k in g.cells))
+        decoders = _row_order(((None, d) for d in {k[1] for k in g.cells}), "grid")
+        decoders = [d for _, d in decoders]
+        for name in METRICS:
+            rows = []
+            for loss in losses:
+                row = [LOSS_LABELS.get(loss, str(loss))]
+                for decoder in decoders:
+                    cell = g.cells.get((loss, decoder))
+                    summary = cell[name] if cell else None
+                    n = summary.n if summary else 0
+                    row.append(f"{fmt_cell(summary)} (n={n})")
+                rows.append(row)
+            parts.append(
+                f"{g.label}: {stage} {name.upper()} (%), mean ± sample std over seeds\n\n"
+                + _markdown(["Loss", *decoders], rows)
+            )
+    return "\n\n".join(parts)
+
+
+def _row_text(key: object) -> str:
+    return "/".join(map(str, key)) if isinstance(key, tuple) else str(key)
+
+
+def runs_markdown(groups: Sequence[Group]) -> str:
+    """Finished, missing, failed and duplicate runs per treebank."""
+    lines = ["Runs"]
+    for g in groups:
+        expected = len(g.cells) * len(g.expected_seeds)
+        seeds = ", ".join(map(str, g.expected_seeds)) or "none"
+        lines.append("")
+        lines.append(
+            f"- {g.label}: {len(g.used)} finished of {expected} expected "
+            f"({len(g.cells)} rows × seeds {seeds}); training time {g.train_hours:.2f} h"
+        )
+        for key, seed in g.missing:
+            lines.append(f"  - missing: {_row_text(key)} seed {seed} (no run folder)")
+        for run in g.failed:
+            what = f"{_row_text(_row_key(run, g.layout) or '?')} seed {run.seed}"
+            lines.append(f"  - failed: {what} at {run.path}: {run.error}")
+        for run in g.duplicates:
+            lines.append(f"  - duplicate, ignored (a newer run is used): {run.path}")
+    return "\n".join(lines)
+
+
+def problems(groups: Sequence[Group]) -> int:
+    """How many runs are missing or failed."""
+    return sum(len(g.missing) + len(g.failed) for g in groups)
+
+
+def write_csv(groups: Sequence[Group], path: str | Path, stage: str = "test") -> None:
+    """Long-form summary: one row per treebank, row key and metric (and the paired LAS)."""
+    columns = [
+        "treebank",
+        "experiment",
+        "data",
+        "row",
+        "label",
+        "stage",
+        "metric",
+        "n",
+        "mean",
+        "std",
+        "seeds",
+        "values",
+        "paper_mean",
+    ]
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(columns)
+        for g in groups:
+            for key, cell in g.cells.items():
+                for i, name in enumerate(METRICS):
+                    s = cell[name]
+                    paper = (g.paper or {}).get(key) if isinstance(key, str) else None
+                    writer.writerow(
+                        [
+                            g.label,
+                            g.experiment,
+                            g.data or "",
+                            _row_text(key),
+                            row_label(key),
+                            stage,
+                            name,
+                            s.n,
+                            _num(s.mean),
+                            _num(s.std),
+                            ";".join(map(str, s.values)),
+                            ";".join(repr(v) for v in s.values.values()),
+                            "" if paper is None or paper[i] is None else paper[i],
+                        ]
+                    )
+            diff = g.paired()
+            if diff is not None:
+                writer.writerow(
+                    [
+                        g.label,
+                        g.experiment,
+                        g.data or "",
+                        f"{PAIRED[0]} - {PAIRED[1]}",
+                        "paired difference",
+                        stage,
+                        "las_diff",
+                        diff.n,
+                        _num(diff.mean),
+                        _num(diff.std),
+                        ";".join(map(str, diff.values)),
+                        ";".join(repr(v) for v in diff.values.values()),
+                        "",
+                    ]
+                )
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None or not math.isfinite(value) else repr(value)
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bockparse-table",
+        description="Table 1 (mean ± sample std over seeds, paired LAS differences) or the "
+        "loss × decoder grid from bockparse-train run folders.",
+    )
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="run folders or sweep folders (searched recursively)",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="also write table1.md/.csv (or ablation.md/.csv) and the plots here",
+    )
+    parser.add_argument("--stage", choices=("test", "val"), default="test")
+    parser.add_argument("--layout", choices=("table1", "grid"), default="table1")
+    parser.add_argument(
+        "--seeds",
+        default=None,
+        help="comma-separated seeds every row should have (default: those "
+        "seen, swept, and for table1-* the paper's)",
+    )
+    parser.add_argument("--no-plots", action="store_true", help="with --out: tables only")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit with status 1 when a run is missing or failed"
+    )
+    return parser
+
+
+def render(groups: Sequence[Group], stage: str, layout: str, note: str = "") -> str:
+    """The printed report: the table (or grid), the paired differences, the run list."""
+    if layout == "grid":
+        body = grid_markdown(groups, stage)
+    else:
+        body = table1_markdown(groups, stage, note) + "\n\n" + paired_markdown(groups)
+    return body + "\n\n" + runs_markdown(groups) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``bockparse-table RUN_DIR... [--out DIR] [--stage test|val] [--layout table1|grid]``."""
+    args = build_parser().parse_args(argv)
+    seeds = None
+    if args.seeds:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        except ValueError:
+            print(f"bockparse-table: --seeds must be integers, got {args.seeds!r}", file=sys.stderr)
+            return 2
+    try:
+        found = discover(args.runs)
+    except FileNotFoundError as err:
+        print(f"bockparse-table: {err}", file=sys.stderr)
+        return 2
+    if not found.runs:
+        print(f"bockparse-table: no run folders under {', '.join(args.runs)}", file=sys.stderr)
+        return 2
+    groups = aggregate(found, stage=args.stage, layout=args.layout, seeds=seeds)
+    text = render(groups, args.stage, args.layout)
+    print(text, end="", flush=True)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        name = "ablation" if args.layout == "grid" else "table1"
+        (out / f"{name}.md").write_text(text, encoding="utf-8")
+        write_csv(groups, out / f"{name}.csv", args.stage)
+        written = [out / f"{name}.md", out / f"{name}.csv"]
+        if not args.no_plots:
+            from .plots import plot_dev_curves, plot_table1
+
+            written.append(plot_dev_curves(groups, out / "dev_las.png"))
+            if args.layout == "table1":
+                written.append(plot_table1(groups, out / "table1.png", stage=args.stage))
+        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+    return 1 if args.strict and problems(groups) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
