@@ -40,7 +40,9 @@ class ParserModule(pl.LightningModule):
     Args:
         scorer: maps a ``Batch`` to ``ParserScores``.
         loss: ``loss(scores, batch) -> LossOutput``.
-        decoder: registry name of the decoder for development and test predictions.
+        decoder: registry name of the decoder for development and test predictions; ``None``
+            for a scorer that predicts trees itself with ``scorer.predict(batch)`` (the
+            transition parsers of :mod:`bockparse.transition`).
         relations: relation labels, the scorer's ``R`` classes in order.
         stage1, stage2: optimiser factories (``torch.optim`` classes with their settings bound,
             Hydra ``_partial_``), called with parameter groups.
@@ -58,7 +60,7 @@ class ParserModule(pl.LightningModule):
         *,
         scorer: nn.Module,
         loss: Callable[[ParserScores, Batch], LossOutput],
-        decoder: str,
+        decoder: str | None,
         relations: Sequence[str],
         stage1: Callable[..., torch.optim.Optimizer],
         stage2: Callable[..., torch.optim.Optimizer],
@@ -69,7 +71,10 @@ class ParserModule(pl.LightningModule):
         exclude_punct: str | None,
     ) -> None:
         super().__init__()
-        get_decoder(decoder)
+        if decoder is not None:
+            get_decoder(decoder)
+        elif not callable(getattr(scorer, "predict", None)):
+            raise ValueError("decoder is null but the scorer has no predict(batch) of its own")
         self.automatic_optimization = False
         self.scorer = scorer
         self.loss = loss
@@ -140,6 +145,9 @@ class ParserModule(pl.LightningModule):
         self.log("train/loss", out.loss.detach(), prog_bar=True, batch_size=size)
         self.log("train/decode_seconds", out.decode_seconds, batch_size=size)
         self.log("train/stage", float(self.stage), batch_size=size)
+        for name, value in out.counts.items():  # per-epoch sums, e.g. sentences skipped
+            self.log(f"train/{name}", float(value), on_step=False, on_epoch=True,
+                     reduce_fx="sum", batch_size=size)  # fmt: skip
         for group in optimizer.optimizer.param_groups:
             self.log(f"lr/{group['name']}", group["lr"], batch_size=size)
         return out.loss.detach()
@@ -147,11 +155,17 @@ class ParserModule(pl.LightningModule):
     # -- evaluation ---------------------------------------------------------------------------
 
     def predict_trees(self, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
-        """Heads (the run's decoder, single root) and relations (best at the predicted head).
+        """Heads (the run's decoder, single root) and relations (best at the predicted head);
+        with no decoder, the scorer's own ``predict(batch)`` (timed whole, encoder included).
 
         Returns:
             int64 ``[B, N]`` heads (0 at ROOT and padding) and relation ids.
         """
+        if self.decoder is None:
+            start = time.perf_counter()
+            heads, rels = self.scorer.predict(batch)
+            self.decode_seconds += time.perf_counter() - start
+            return heads, rels
         scores = self.scorer(batch)
         start = time.perf_counter()
         trees = decode_batch(scores.arc.detach().float(), batch.lengths, self.decoder,

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import bock, bock_original, brute, cle, eisner  # noqa: F401  (registration)
+from . import bock, bock_original, brute, cle, eisner, tarjan  # noqa: F401  (registration)
+from .kbest import iter_kbest, kbest
 from .pool import decode_padded, default_workers
 from .registry import Decoder, get_decoder, registered_names
 from .trees import (
@@ -48,6 +49,8 @@ __all__ = [
     "decode_batch",
     "get_decoder",
     "is_tree",
+    "iter_kbest",
+    "kbest",
     "tree_score",
 ]
 

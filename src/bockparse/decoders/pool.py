@@ -17,7 +17,10 @@ import numpy as np
 from .trees import OK
 
 
-@nb.njit(nogil=True, cache=True)
+# Not cached: numba's cache cannot hold a function that takes a compiled function as an
+# argument (a reloaded entry refers to a dispatcher that no longer exists). Compiling it links
+# the cached kernels, a fraction of a second per method and dtype.
+@nb.njit(nogil=True)
 def _decode_padded(kernel, S, lengths, root, heads, status, start, step):
     """Decode sentences ``start, start + step, ...`` of a padded batch.
 

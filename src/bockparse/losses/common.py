@@ -7,7 +7,7 @@ divided by the number of words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -113,6 +113,7 @@ class LossOutput:
         arc, rel, aux: the summed terms, detached.
         words: number of words in the batch.
         decode_seconds: wall time of loss-augmented inference (0 for local losses).
+        counts: integer tallies to log as per-epoch sums (e.g. sentences an oracle skipped).
     """
 
     loss: torch.Tensor
@@ -121,6 +122,7 @@ class LossOutput:
     aux: torch.Tensor
     words: int
     decode_seconds: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 def combine(arc: torch.Tensor, scores: ParserScores, batch, decode_seconds: float = 0.0):

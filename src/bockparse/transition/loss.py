@@ -10,8 +10,6 @@ Both are summed and divided by the number of words scored, Stanza's normalisatio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch.nn.functional as F
 
 from ..data.batch import Batch
@@ -19,22 +17,15 @@ from ..losses.common import LossOutput, relation_loss
 from .parser import TransitionScores
 
 
-@dataclass
-class TransitionLossOutput(LossOutput):
-    """:class:`~bockparse.losses.common.LossOutput` with counts to sum over an epoch and log.
+class TransitionLoss:
+    """``loss(scores, batch) -> LossOutput`` (module docstring); no settings.
 
-    Attributes:
-        counts: ``oracle_sentences`` (sentences of the batch) and ``nonprojective_skipped``
-            (those left out for a non-projective gold tree), logged as ``train/<name>``.
+    ``counts`` carries ``oracle_sentences`` (sentences of the batch) and
+    ``nonprojective_skipped`` (those left out for a non-projective gold tree), logged by the
+    module as ``train/<name>``.
     """
 
-    counts: dict[str, int] = field(default_factory=dict)
-
-
-class TransitionLoss:
-    """``loss(scores, batch) -> TransitionLossOutput`` (module docstring); no settings."""
-
-    def __call__(self, scores: TransitionScores, batch: Batch) -> TransitionLossOutput:
+    def __call__(self, scores: TransitionScores, batch: Batch) -> LossOutput:
         logits = scores.logits.masked_fill(~scores.valid, float("-inf"))
         arc = F.cross_entropy(logits, scores.targets, reduction="sum")
         mask = batch.mask & scores.kept[:, None]
@@ -42,7 +33,7 @@ class TransitionLoss:
         words = int(mask.sum())
         aux = arc.new_zeros(())
         kept = int(scores.kept.sum())
-        return TransitionLossOutput(
+        return LossOutput(
             loss=(arc + rel) / max(words, 1),
             arc=arc.detach(),
             rel=rel.detach(),
