@@ -75,9 +75,8 @@ def _stop(config: DictConfig, problems: list[str]) -> None:
     lines = "\n".join(f"  - {p}" for p in problems)
     sys.exit(
         f"bockparse-train: experiment {name!r} needs its treebank files:\n{lines}\n"
-        "Give them as data.root=DIR (with the file names of the data config) or "
-        "data.train=... data.val=... data.test=..., or put them in the git-ignored "
-        "conf/local/default.yaml."
+        "Give data.train=... data.val=... data.test=... (paths, or file names in a folder "
+        "given as data.root=DIR), or put them in the git-ignored conf/local/default.yaml."
     )
 
 

@@ -204,7 +204,8 @@ def aggregate(
         paper, paper_paired: published numbers per experiment name, shown beside ours.
 
     Returns:
-        One :class:`Group` per ``(experiment, data)``, in order of first appearance.
+        One :class:`Group` per ``(experiment, data)``: the paper's treebanks and their UD
+        stand-ins first, in :data:`TREEBANK_LABELS` order, then the others by name.
     """
     if layout not in ("table1", "grid"):
         raise ValueError(f"layout must be 'table1' or 'grid', got {layout!r}")
@@ -261,7 +262,15 @@ def aggregate(
                 if (row, seed) not in chosen and (row, seed) not in tried:
                     group.missing.append((row, seed))
         groups.append(group)
-    return groups
+    known = list(TREEBANK_LABELS)
+    return sorted(
+        groups,
+        key=lambda g: (
+            known.index(g.experiment) if g.experiment in known else len(known),
+            g.experiment,
+            str(g.data),
+        ),
+    )
 
 
 # -- presentation ----------------------------------------------------------------------------

@@ -1,0 +1,187 @@
+"""bockparse-table: mean and sample standard deviation, paired differences, missing and failed
+runs, treebank grouping, the paper's columns, CSV, the grid layout, the command line."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+
+from bockparse.experiments.runs import discover
+from bockparse.experiments.table import (
+    PAPER_MEANS,
+    aggregate,
+    fmt_cell,
+    main,
+    paired_differences,
+    summarize,
+    table1_markdown,
+    write_csv,
+)
+
+
+def test_mean_and_sample_std_by_hand():
+    s = summarize({3333: 96.5, 1111: 94.0, 2222: 95.0})
+    assert list(s.values) == [1111, 2222, 3333]
+    assert s.n == 3
+    assert s.mean == pytest.approx(285.5 / 3)
+    # deviations -7/6, -1/6, 4/3: squares sum to 19/6; divided by n - 1 = 2 -> 19/12
+    assert s.std == pytest.approx(math.sqrt(19 / 12))
+    assert s.std == pytest.approx(1.2583057392)
+
+
+def test_two_seeds_and_one_seed():
+    two = summarize({1: 90.0, 2: 91.0})
+    assert two.std == pytest.approx(math.sqrt(0.5))  # (0.25 + 0.25) / (2 - 1)
+    one = summarize({1: 90.0})
+    assert one.n == 1 and one.mean == 90.0 and one.std is None
+    assert fmt_cell(one) == "90.00"
+    assert fmt_cell(two) == "90.50 ± 0.71"
+    assert fmt_cell(summarize({})) == "—"
+
+
+def test_paired_differences_by_hand():
+    # The paper's CTB per-seed LAS differences (Appendix B): +1.32, -0.22, +1.25.
+    bock = {1111: 90.32, 2222: 88.78, 3333: 90.25}
+    cle = {1111: 89.00, 2222: 89.00, 3333: 89.00, 4444: 80.0}  # 4444 has no pair
+    diff = paired_differences(bock, cle)
+    assert list(diff) == [1111, 2222, 3333]
+    assert diff[1111] == pytest.approx(1.32)
+    assert diff[2222] == pytest.approx(-0.22)
+    assert diff[3333] == pytest.approx(1.25)
+    s = summarize(diff)
+    assert s.mean == pytest.approx(2.35 / 3)
+    # deviations 0.536667, -1.003333, 0.466667; squares 0.288011 + 1.006678 + 0.217778
+    assert s.std == pytest.approx(math.sqrt(1.512467 / 2), abs=1e-5)
+
+
+def _sweep(make_run, experiment="table1-ptb", seeds=(1111, 2222, 3333), **kwargs):
+    base = {"local-ce": 95.0, "hinge-cle": 94.0, "hinge-bock": 94.5}
+    for condition, las in base.items():
+        for i, seed in enumerate(seeds):
+            make_run(experiment, condition, seed, (las + 1 + i, las + i, 50.0 + i), **kwargs)
+
+
+def test_table1_cells_and_paired(make_run, tmp_path):
+    _sweep(make_run)
+    [group] = aggregate(discover([tmp_path]))
+    assert group.label == "PTB"
+    assert list(group.cells) == ["local-ce", "hinge-cle", "hinge-bock"]
+    las = group.cells["hinge-bock"]["las"]
+    assert las.values == {1111: 94.5, 2222: 95.5, 3333: 96.5}
+    assert las.mean == pytest.approx(95.5) and las.std == pytest.approx(1.0)
+    diff = group.paired()
+    assert diff.values == pytest.approx({1111: 0.5, 2222: 0.5, 3333: 0.5})
+    assert diff.std == pytest.approx(0.0)
+    assert not group.missing and not group.failed
+    text = table1_markdown([group])
+    assert "| Hinge (Bock) | 3 | 96.50 ± 1.00 | 95.72 | 95.50 ± 1.00 | 94.79 |" in text
+    assert group.paper == PAPER_MEANS["table1-ptb"]
+
+
+def test_missing_and_failed_runs_are_listed_not_averaged(make_run, tmp_path):
+    _sweep(make_run, seeds=(1111, 2222))  # table1-* expects the paper's three seeds
+    make_run("table1-ptb", "hinge-bock", 3333, None)  # started, never finished
+    [group] = aggregate(discover([tmp_path]))
+    assert group.expected_seeds == (1111, 2222, 3333)
+    assert sorted(group.missing) == [("hinge-cle", 3333), ("local-ce", 3333)]
+    assert [(r.condition, r.seed) for r in group.failed] == [("hinge-bock", 3333)]
+    assert "metrics.json" in group.failed[0].error
+    assert group.cells["hinge-bock"]["las"].n == 2  # the failed run is not averaged
+    from bockparse.experiments.table import runs_markdown
+
+    text = runs_markdown([group])
+    assert "missing: local-ce seed 3333" in text
+    assert "failed: hinge-bock seed 3333" in text
+    assert "6 finished of 9 expected" in text
+
+
+def test_missing_condition_and_explicit_seeds(make_run, tmp_path):
+    for seed in (1, 2):
+        make_run("smoke", "local-ce", seed, (10.0, 5.0, 0.0))
+    [group] = aggregate(discover([tmp_path]), seeds=[1, 2, 3])
+    assert group.cells["hinge-cle"]["las"].n == 0  # Table 1 rows are always there
+    assert ("hinge-cle", 1) in group.missing and ("local-ce", 3) in group.missing
+    assert group.paired().n == 0
+
+
+def test_treebanks_grouped_by_experiment_and_data(make_run, tmp_path):
+    _sweep(make_run, "table1-ud-ewt", data="ud-english-ewt")
+    _sweep(make_run, "table1-ud-gsd", data="ud-chinese-gsd")
+    make_run("smoke", "local-ce", 1111, (1.0, 1.0, 0.0), data="ewt-sample")
+    groups = aggregate(discover([tmp_path]))
+    assert [g.label for g in groups] == ["UD English-EWT", "UD Chinese-GSD v1.3",
+                                         "smoke (ewt-sample)"]  # fmt: skip
+    assert all(g.paper is None for g in groups)
+    header = table1_markdown(groups).splitlines()[2]
+    assert "UD English-EWT LAS" in header and "UD Chinese-GSD v1.3 LCM" in header
+    assert "(paper)" not in header
+
+
+def test_duplicates_use_one_run(make_run, tmp_path):
+    make_run("smoke", "local-ce", 1, (10.0, 5.0, 0.0), subdir="a/local-ce/seed1")
+    make_run("smoke", "local-ce", 1, (10.0, 6.0, 0.0), subdir="b/local-ce/seed1")
+    [group] = aggregate(discover([tmp_path]), seeds=[1])
+    assert group.cells["local-ce"]["las"].n == 1
+    assert len(group.duplicates) == 1
+
+
+def test_sweep_seeds_from_multirun_yaml(make_run, tmp_path):
+    make_run("smoke", "local-ce", 1111, (10.0, 5.0, 0.0))
+    (tmp_path / "multirun.yaml").write_text(
+        "hydra:\n  sweeper:\n    params:\n      seed: 1111,2222\n", encoding="utf-8"
+    )
+    [group] = aggregate(discover([tmp_path]))
+    assert group.expected_seeds == (1111, 2222)
+    assert ("local-ce", 2222) in group.missing
+
+
+def test_csv_long_form(make_run, tmp_path):
+    _sweep(make_run)
+    groups = aggregate(discover([tmp_path]))
+    out = tmp_path / "t.csv"
+    write_csv(groups, out)
+    rows = list(csv.DictReader(open(out, encoding="utf-8")))
+    las = next(r for r in rows if r["row"] == "local-ce" and r["metric"] == "las")
+    assert float(las["mean"]) == pytest.approx(96.0) and float(las["std"]) == pytest.approx(1.0)
+    assert las["n"] == "3" and las["seeds"] == "1111;2222;3333"
+    assert float(las["paper_mean"]) == 94.79
+    diff = next(r for r in rows if r["metric"] == "las_diff")
+    assert float(diff["mean"]) == pytest.approx(0.5)
+
+
+def test_grid_layout(make_run, tmp_path):
+    for decoder in ("cle", "bock"):
+        for loss, name in (("LocalCrossEntropy", "local-ce"), ("TreeCRF", "crf")):
+            for seed in (1, 2):
+                make_run("abl", f"{name}-{decoder}", seed, (80.0, 70.0 + seed, 10.0),
+                         decoder=decoder, loss=loss)  # fmt: skip
+    [group] = aggregate(discover([tmp_path]), layout="grid")
+    assert list(group.cells) == [("LocalCrossEntropy", "cle"), ("LocalCrossEntropy", "bock"),
+                                 ("TreeCRF", "cle"), ("TreeCRF", "bock")]  # fmt: skip
+    assert group.cells[("TreeCRF", "bock")]["las"].mean == pytest.approx(71.5)
+    from bockparse.experiments.table import grid_markdown
+
+    text = grid_markdown([group])
+    assert "| Local CE | 71.50 ± 0.71 (n=2) | 71.50 ± 0.71 (n=2) |" in text
+
+
+def test_cli_writes_markdown_and_csv(make_run, tmp_path, capsys):
+    _sweep(make_run, seeds=(1111, 2222))
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "table1-ptb"), "--out", str(out), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "Paired LAS difference" in printed and "missing: local-ce seed 3333" in printed
+    assert (out / "table1.md").read_text(encoding="utf-8") == printed
+    assert (out / "table1.csv").is_file()
+    assert main([str(tmp_path / "table1-ptb"), "--strict"]) == 1
+    assert main([str(tmp_path / "nowhere")]) == 2
+
+
+def test_cli_plots(make_run, tmp_path):
+    _sweep(make_run, "smoke", seeds=(1, 2))
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "smoke"), "--out", str(out)]) == 0
+    for name in ("table1.png", "dev_las.png"):
+        assert (out / name).stat().st_size > 1000
