@@ -63,3 +63,93 @@ def test_short_run_writes_every_output(tmp_path, monkeypatch):
     gold = REPO / "data/ud-english-ewt-sample/en_ewt-ud-test.conllu"
     scores = evaluate_files(str(gold), str(tmp_path / "predictions/test.conllu"))
     assert scores["las"] == pytest.approx(metrics["test/las"])
+
+
+def test_nan_loss_stops_with_the_update_named(tmp_path, monkeypatch):
+    from bockparse.losses import LocalCrossEntropy
+
+    monkeypatch.chdir(REPO)
+    original = LocalCrossEntropy.__call__
+
+    def nan_after_two(self, scores, batch):
+        out = original(self, scores, batch)
+        calls.append(1)
+        if len(calls) > 2:
+            out.loss = out.loss * float("nan")
+        return out
+
+    calls: list[int] = []
+    monkeypatch.setattr(LocalCrossEntropy, "__call__", nan_after_two)
+    cfg = composed("experiment=smoke", "condition=local-ce")
+    with pytest.raises(FloatingPointError, match="training loss is nan at update 2"):
+        run(cfg, tmp_path)
+
+
+def _train(tmp_path: Path, *overrides: str, wait_for: Path | None = None):
+    """Run bockparse-train in a subprocess; with ``wait_for``, kill -9 once that file exists."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [
+        sys.executable,
+        "-m",
+        "bockparse.train",
+        "experiment=smoke",
+        "condition=local-ce",
+        f"hydra.run.dir={tmp_path}",
+        "trainer.enable_progress_bar=false",
+        *overrides,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    if wait_for is None:
+        out, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, out
+        return out
+    deadline = time.monotonic() + 900
+    while not wait_for.exists():
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return None
+
+
+@pytest.mark.slow
+def test_resume_after_kill(tmp_path):
+    import torch
+
+    budget = ["optim.max_steps=30", "optim.eval_every=5"]
+    last = tmp_path / "checkpoints/last.ckpt"
+    _train(tmp_path, *budget, wait_for=last)
+    assert (tmp_path / "checkpoints/best.ckpt").exists()
+    saved = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
+    assert 0 < saved < 30
+    out = _train(tmp_path, *budget, "resume=true")
+    assert "Restoring states from the checkpoint" in out
+    final = torch.load(last, map_location="cpu", weights_only=False)
+    assert final["global_step"] == 30
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["best_step"] >= 5
+
+
+@pytest.mark.slow
+def test_same_seed_same_metrics(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    _train(first, "seed=2222")
+    _train(second, "seed=2222")
+    a = json.loads((first / "metrics.json").read_text())
+    b = json.loads((second / "metrics.json").read_text())
+    for timing in ("train_seconds", "decode_seconds"):
+        a.pop(timing), b.pop(timing)
+    assert a == b
