@@ -196,7 +196,7 @@ def test_a_failed_job_leaves_the_others_intact(tmp_path):
 
     sweep = tmp_path / "sweep"
     proc = _train(
-        *("experiment=smoke", "condition=local-ce", "seed=1111", "-m", "encoder.layers=99,2"),
+        *("-m", "experiment=smoke", "condition=local-ce", "seed=1111", "encoder.layers=99,2"),
         *("optim.max_steps=2", "optim.eval_every=2", f"hydra.sweep.dir={sweep}"),
         "hydra.sweep.subdir=layers${encoder.layers}",
     )
@@ -215,7 +215,7 @@ def test_a_failed_job_leaves_the_others_intact(tmp_path):
 )
 def test_a_data_error_leaves_the_others_intact(tmp_path):
     sweep = tmp_path / "sweep"
-    proc = _train("experiment=smoke", "condition=local-ce", "seed=1111", "-m",
+    proc = _train("-m", "experiment=smoke", "condition=local-ce", "seed=1111",
                   "data.train=missing.conllu,en_ewt-ud-train.conllu", "optim.max_steps=2",
                   "optim.eval_every=2", f"hydra.sweep.dir={sweep}",
                   "hydra.sweep.subdir=${hydra.job.num}")  # fmt: skip

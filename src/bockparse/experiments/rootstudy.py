@@ -22,9 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..decoders import decode, get_decoder
-from ..decoders import tarjan as _tarjan  # noqa: F401  (registers "tarjan")
-from ..decoders.kbest import kbest
+from ..decoders import decode, get_decoder, kbest
 from .loading import load_run, scored_sentences
 
 KS = (5, 10, 20, 50)

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from ..decoders import decode, get_decoder, tree_score
-from ..decoders import tarjan as _tarjan  # noqa: F401  (registers "tarjan")
 from ..metrics import COUNTS, rates, scored_words, sentence_counts
 from .loading import LoadedRun, load_run, scored_sentences
 
