@@ -73,7 +73,7 @@ def plot_dev_curves(groups: Sequence, path: str | Path) -> Path:
     from .table import _row_key
 
     plt = _pyplot()
-    groups = list(groups)
+    groups = [g for g in groups if g.used] or list(groups)[:1]  # those with finished runs
     fig, axes = plt.subplots(
         1, max(1, len(groups)), figsize=(5.5 * max(1, len(groups)), 4), squeeze=False
     )
@@ -114,7 +114,7 @@ def plot_table1(groups: Sequence, path: str | Path, stage: str = "test") -> Path
     from .table import METRICS
 
     plt = _pyplot()
-    groups = list(groups)
+    groups = [g for g in groups if g.used] or list(groups)[:1]  # those with finished runs
     fig, axes = plt.subplots(
         max(1, len(groups)),
         len(METRICS),

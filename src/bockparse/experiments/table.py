@@ -414,7 +414,7 @@ def runs_markdown(groups: Sequence[Group]) -> str:
         lines.append("")
         lines.append(
             f"- {g.label}: {len(g.used)} finished of {expected} expected "
-            f"({len(g.cells)} rows × seeds {seeds}); training time {g.train_hours:.2f} h"
+            f"({len(g.cells)} rows × seeds {seeds}); training time {_duration(g.train_hours)}"
         )
         for key, seed in g.missing:
             lines.append(f"  - missing: {_row_text(key)} seed {seed} (no run folder)")
@@ -424,6 +424,10 @@ def runs_markdown(groups: Sequence[Group]) -> str:
         for run in g.duplicates:
             lines.append(f"  - duplicate, ignored (a newer run is used): {run.path}")
     return "\n".join(lines)
+
+
+def _duration(hours: float) -> str:
+    return f"{hours:.2f} h" if hours >= 1 else f"{60 * hours:.1f} min"
 
 
 def problems(groups: Sequence[Group]) -> int:
