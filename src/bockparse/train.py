@@ -22,6 +22,7 @@ import hydra
 import lightning.pytorch as pl
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
+from hydra.types import RunMode
 from hydra.utils import instantiate
 from lightning.pytorch.loggers import CSVLogger, Logger
 from omegaconf import DictConfig, OmegaConf
@@ -146,6 +147,8 @@ def main(cfg: DictConfig) -> None:
             raise
         message = err.__cause__ if isinstance(err, InstantiationException) else err
         log.error("%s", message)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise  # the launcher records the job as failed and runs the others
         print(f"bockparse-train: {message}", file=sys.stderr)
         sys.exit(1)
     finally:

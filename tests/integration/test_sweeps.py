@@ -208,11 +208,6 @@ def test_a_failed_job_leaves_the_others_intact(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="bockparse-train exits the process on a data error, which ends a sequential "
-    "sweep; fixed by re-raising in multirun mode (issue 7 report): remove this mark then",
-)
 def test_a_data_error_leaves_the_others_intact(tmp_path):
     sweep = tmp_path / "sweep"
     proc = _train("-m", "experiment=smoke", "condition=local-ce", "seed=1111",
