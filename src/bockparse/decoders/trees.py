@@ -53,17 +53,23 @@ def load_scores(S, W):
         ``OK``, or ``BAD_VALUE`` if a cell is NaN anywhere or ``+inf`` at an admissible cell.
     """
     N = S.shape[0]
+    # Branch-free copy that only flags NaN and +inf (vectorisable); column 0 and the diagonal
+    # are masked afterwards, and a flag is looked at again cell by cell (rare slow path).
+    flagged = False
     for h in range(N):
         for d in range(N):
             x = np.float64(S[h, d])
-            if x != x:
-                return BAD_VALUE
-            if d == 0 or d == h:
-                W[h, d] = NEG_INF
-            elif x == np.inf:
-                return BAD_VALUE
-            else:
-                W[h, d] = x
+            flagged |= (x != x) | (x == np.inf)
+            W[h, d] = x
+    for v in range(N):
+        W[v, 0] = NEG_INF
+        W[v, v] = NEG_INF
+    if flagged:
+        for h in range(N):
+            for d in range(N):
+                x = S[h, d]
+                if x != x or (x == np.inf and d != 0 and d != h):
+                    return BAD_VALUE
     return OK
 
 
@@ -82,17 +88,17 @@ def reweight_root(W):
         W: float64 ``[N, N]`` from :func:`load_scores`; row 0 is modified.
     """
     N = W.shape[0]
+    lo = np.full(N, np.inf)
+    hi = np.full(N, -np.inf)
+    for h in range(N):  # row by row, for contiguous reads
+        for d in range(1, N):
+            x = W[h, d]
+            hi[d] = max(hi[d], x)
+            lo[d] = min(lo[d], x if x != NEG_INF else np.inf)
     spread = 0.0
     for d in range(1, N):
-        lo = np.inf
-        hi = -np.inf
-        for h in range(N):
-            x = W[h, d]
-            if x != NEG_INF:
-                lo = min(lo, x)
-                hi = max(hi, x)
-        if hi >= lo:
-            spread += hi - lo
+        if hi[d] >= lo[d]:
+            spread += hi[d] - lo[d]
     penalty = 1.0 + 2.0 * spread
     for d in range(1, N):
         if W[0, d] != NEG_INF:
