@@ -29,6 +29,8 @@ from .trees import (
     SINGLE_ROOT,
     UNCONSTRAINED,
     NoTreeError,
+    as_float_array,
+    check_square,
     check_tree,
     explain_no_tree,
     find_bad_cell,
@@ -63,30 +65,6 @@ def _root_mode(single_root: bool, root_strategy: str | None) -> int:
     return REWEIGHT if root_strategy == "reweight" else SINGLE_ROOT
 
 
-def _to_numpy(scores) -> np.ndarray:
-    """A float32/float64 numpy array of an array or tensor (moved to CPU once); read only."""
-    if hasattr(scores, "detach"):  # torch.Tensor
-        import torch
-
-        t = scores.detach()
-        if t.dtype not in (torch.float32, torch.float64):
-            t = t.float()
-        scores = t.cpu().numpy()
-    a = np.asarray(scores)
-    if a.dtype not in (np.float32, np.float64):
-        if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
-            raise ValueError(f"scores must be a float array, got dtype {a.dtype}")
-        a = a.astype(np.float64)
-    return a
-
-
-def _check_matrix(S: np.ndarray, where: str = "scores") -> None:
-    if S.ndim != 2 or S.shape[0] != S.shape[1]:
-        raise ValueError(f"{where} must be a square [N, N] matrix, got shape {S.shape}")
-    if S.shape[0] < 2:
-        raise ValueError(f"{where} is empty: need N = n + 1 >= 2 (at least one word)")
-
-
 def _raise_for(status: int, S: np.ndarray, single_root: bool, where: str = "") -> None:
     if status == BAD_VALUE:
         raise ValueError(where + find_bad_cell(S))
@@ -118,8 +96,8 @@ def decode(
     """
     decoder = get_decoder(method)
     root = _root_mode(single_root, root_strategy)
-    S = _to_numpy(scores)
-    _check_matrix(S)
+    S = as_float_array(scores)
+    check_square(S)
     decoder.check_length(S.shape[0] - 1)
     heads = np.empty(S.shape[0], dtype=np.int64)
     status = decoder.kernel(S, root, heads)
@@ -158,9 +136,9 @@ def decode_batch(
     if isinstance(scores, (list, tuple)):
         if lengths is not None:
             raise ValueError("decode_batch: give lengths only with a padded [B, M, M] batch")
-        mats = [_to_numpy(m) for m in scores]
+        mats = [as_float_array(m) for m in scores]
         for b, m in enumerate(mats):
-            _check_matrix(m, f"scores[{b}]")
+            check_square(m, f"scores[{b}]")
         if not mats:
             return []
         M = max(m.shape[0] for m in mats)
@@ -169,7 +147,7 @@ def decode_batch(
             S[b, : m.shape[0], : m.shape[0]] = m
         lens = np.array([m.shape[0] - 1 for m in mats], dtype=np.int64)
     else:
-        S = _to_numpy(scores)
+        S = as_float_array(scores)
         if S.ndim != 3 or S.shape[1] != S.shape[2]:
             raise ValueError(f"decode_batch: a padded batch must be [B, M, M], got {S.shape}")
         B, M = S.shape[0], S.shape[1]

@@ -65,7 +65,17 @@ import numba as nb
 import numpy as np
 
 from .tarjan import solve_tarjan
-from .trees import NEG_INF, NO_TREE, OK, NoTreeError, explain_no_tree, find_bad_cell, load_scores
+from .trees import (
+    NEG_INF,
+    NO_TREE,
+    OK,
+    NoTreeError,
+    as_float_array,
+    check_square,
+    explain_no_tree,
+    find_bad_cell,
+    load_scores,
+)
 
 MISMATCH = 10  # the fresh solve returned another tree than the reference (ties)
 
@@ -458,26 +468,9 @@ class _Cells:
         return status, heads, score, child
 
 
-def _to_matrix(scores) -> np.ndarray:
-    if hasattr(scores, "detach"):  # torch.Tensor
-        t = scores.detach()
-        if not t.is_floating_point():
-            t = t.double()
-        scores = t.cpu().numpy()
-    S = np.asarray(scores)
-    if S.dtype not in (np.float32, np.float64):
-        if not (np.issubdtype(S.dtype, np.number) or S.dtype == bool):
-            raise ValueError(f"scores must be a float array, got dtype {S.dtype}")
-        S = S.astype(np.float64)
-    if S.ndim != 2 or S.shape[0] != S.shape[1]:
-        raise ValueError(f"scores must be a square [N, N] matrix, got shape {S.shape}")
-    if S.shape[0] < 2:
-        raise ValueError("scores is empty: need N = n + 1 >= 2 (at least one word)")
-    return S
-
-
 def _prepare(scores) -> tuple[np.ndarray, np.ndarray]:
-    S = _to_matrix(scores)
+    S = as_float_array(scores)
+    check_square(S)
     W0 = np.empty(S.shape, dtype=np.float64)
     if load_scores(S, W0) != OK:
         raise ValueError(find_bad_cell(S))

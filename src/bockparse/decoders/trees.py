@@ -124,6 +124,32 @@ def tree_score_kernel(W, heads):
     return total
 
 
+def as_float_array(scores) -> np.ndarray:
+    """A float32/float64 numpy array of an array or tensor (moved to CPU once), never copied
+    when it already is one; other numeric dtypes become float64."""
+    if hasattr(scores, "detach"):  # torch.Tensor
+        import torch
+
+        t = scores.detach()
+        if t.dtype not in (torch.float32, torch.float64):
+            t = t.float()
+        scores = t.cpu().numpy()
+    a = np.asarray(scores)
+    if a.dtype not in (np.float32, np.float64):
+        if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+            raise ValueError(f"scores must be a float array, got dtype {a.dtype}")
+        a = a.astype(np.float64)
+    return a
+
+
+def check_square(S: np.ndarray, where: str = "scores") -> None:
+    """``ValueError`` unless ``S`` is a square ``[N, N]`` matrix with ``N >= 2``."""
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"{where} must be a square [N, N] matrix, got shape {S.shape}")
+    if S.shape[0] < 2:
+        raise ValueError(f"{where} is empty: need N = n + 1 >= 2 (at least one word)")
+
+
 def tree_score(scores, heads) -> float:
     """Score of a tree: ``sum_{d >= 1} scores[heads[d], d]``.
 
