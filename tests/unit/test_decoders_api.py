@@ -59,9 +59,10 @@ def test_paper_example(method):
 @pytest.mark.parametrize("method", METHODS)
 def test_tutorial_examples(method):
     S = she_read_books_today()
-    heads = decode(S, method)
-    assert tree_score(S, heads) == 54
-    assert heads.tolist() == [-1, 2, 0, 2, 2]
+    for single_root in (False, True):
+        heads = decode(S, method, single_root=single_root)
+        assert tree_score(S, heads) == 54
+        assert heads.tolist() == [-1, 2, 0, 2, 2]
     T = tutorial_single_root()
     # The 27-point tree is not projective (0 -> 2 crosses 1 -> 3): Eisner's best is 21.
     unconstrained = 27 if method in NONPROJECTIVE else 21

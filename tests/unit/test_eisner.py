@@ -122,20 +122,6 @@ def test_matches_projective_brute_force():
         assert counts[single_root][0] > 700 and counts[single_root][1] > 50
 
 
-def test_tutorial_worked_example():
-    S = np.full((5, 5), NEG)
-    arcs = {
-        (0, 1): 4, (0, 2): 12, (0, 3): 2, (0, 4): 3, (1, 2): 14, (2, 1): 15, (2, 3): 18,
-        (2, 4): 9, (3, 2): 6, (3, 4): 2, (4, 2): 1, (1, 3): 3, (3, 1): 2, (1, 4): 1,
-        (4, 1): 1, (4, 3): 1,
-    }  # fmt: skip
-    for (h, d), s in arcs.items():
-        S[h, d] = s
-    for single_root in (False, True):
-        heads = decode(S, "eisner", single_root=single_root)
-        assert heads.tolist() == [-1, 2, 0, 2, 2] and tree_score(S, heads) == 54
-
-
 def test_non_projective_only():
     # Only ROOT -> 1, ROOT -> 2, 1 -> 3 are admissible: the one tree has crossing arcs.
     S = np.full((4, 4), NEG)
