@@ -7,16 +7,9 @@ import pytest
 
 from bockparse.decoders import NoTreeError, check_tree, cle, decode, decode_batch, tree_score
 from bockparse.decoders.brute import all_trees
+from bockparse.decoders.synthetic import integer_graph
 
 NEG = -np.inf
-
-
-def random_graph(rng, n, *, low=-3, high=3, p_forbid=0.0):
-    """Integer scores in ``low..high`` (many ties), arcs forbidden with probability p_forbid."""
-    N = n + 1
-    S = rng.integers(low, high + 1, size=(N, N)).astype(np.float64)
-    S[rng.random((N, N)) < p_forbid] = NEG
-    return S
 
 
 def optimum(S, single_root):
@@ -64,7 +57,7 @@ def test_matches_brute_force(single_root):
     for it in range(3000):
         n = int(rng.integers(1, 8))
         p_forbid = (0.0, 0.15, 0.4, 0.6)[it % 4]
-        S = random_graph(rng, n, p_forbid=p_forbid)
+        S = integer_graph(n, rng, forbid=p_forbid)
         best = optimum(S, single_root)
         got = cle_score(S, single_root)
         assert got == best, (it, S.tolist())
@@ -76,7 +69,7 @@ def test_matches_brute_force(single_root):
 def test_reweight_strategy_matches_brute_force():
     rng = np.random.default_rng(7)
     for _ in range(400):
-        S = random_graph(rng, int(rng.integers(1, 7)), p_forbid=0.2)
+        S = integer_graph(int(rng.integers(1, 7)), rng, forbid=0.2)
         assert cle_score(S, True, root_strategy="reweight") == optimum(S, True)
 
 
@@ -85,7 +78,7 @@ def test_positive_scores(low, high):
     """Nonnegative scores: the single-root penalty comes from the range, not the sign."""
     rng = np.random.default_rng(low)
     for _ in range(300):
-        S = random_graph(rng, int(rng.integers(2, 7)), low=low, high=high)
+        S = integer_graph(int(rng.integers(2, 7)), rng, low=low, high=high, forbid=0.0)
         for single_root in (False, True):
             assert cle_score(S, single_root) == optimum(S, single_root)
 
@@ -184,7 +177,7 @@ def test_float32_input_and_input_unchanged():
 
 def test_input_unchanged_float64_and_strided():
     rng = np.random.default_rng(5)
-    S = random_graph(rng, 12, p_forbid=0.2)
+    S = integer_graph(12, rng, forbid=0.2)
     S[0, 1:] = rng.integers(-3, 4, size=12)  # keep it feasible
     for d in range(1, 13):
         S[d - 1, d] = 3.0
@@ -202,7 +195,7 @@ def test_input_unchanged_float64_and_strided():
 
 def test_batch_matches_single():
     rng = np.random.default_rng(9)
-    mats = [random_graph(rng, int(rng.integers(1, 12))) for _ in range(20)]
+    mats = [integer_graph(int(rng.integers(1, 12)), rng, forbid=0.0) for _ in range(20)]
     batch = decode_batch(mats, method="cle", workers=2)
     for S, heads in zip(mats, batch, strict=True):
         assert np.array_equal(heads, decode(S, "cle"))
@@ -250,7 +243,7 @@ def test_agrees_with_bock_on_longer_sentences():
         if it % 2:
             S = parser_like(rng, n)
         else:
-            S = random_graph(rng, n, p_forbid=0.3)
+            S = integer_graph(n, rng, forbid=0.3)
             S[0, 1:] = np.where(rng.random(n) < 0.5, NEG, S[0, 1:])
             S[np.arange(n), np.arange(1, n + 1)] = 0.0  # keep a chain so a tree exists
         for single_root in (False, True):

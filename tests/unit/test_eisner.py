@@ -8,15 +8,9 @@ import pytest
 from bockparse.decoders import NoTreeError, check_tree, decode, decode_batch, eisner, tree_score
 from bockparse.decoders.brute import all_trees
 from bockparse.decoders.eisner import is_projective
+from bockparse.decoders.synthetic import integer_graph
 
 NEG = -np.inf
-
-
-def random_graph(rng, n, *, low=-3, high=3, p_forbid=0.0):
-    N = n + 1
-    S = rng.integers(low, high + 1, size=(N, N)).astype(np.float64)
-    S[rng.random((N, N)) < p_forbid] = NEG
-    return S
 
 
 def projective_mask(heads):
@@ -98,7 +92,7 @@ def test_matches_projective_brute_force():
         if n == 7 and it % 3:  # keep the n = 7 enumerations to a few hundred
             n = int(rng.integers(1, 7))
         p_forbid = (0.0, 0.15, 0.35, 0.5)[it % 4]
-        S = random_graph(rng, n, p_forbid=p_forbid)
+        S = integer_graph(n, rng, forbid=p_forbid)
         trees, scores = all_trees(S, single_root=False)
         proj = projective_mask(trees) if len(trees) else np.zeros(0, bool)
         one_root = (trees[:, 1:] == 0).sum(axis=1) == 1
@@ -211,7 +205,7 @@ def test_float32_input_and_input_unchanged():
 
 def test_batch_matches_single():
     rng = np.random.default_rng(9)
-    mats = [random_graph(rng, int(rng.integers(1, 12))) for _ in range(20)]
+    mats = [integer_graph(int(rng.integers(1, 12)), rng, forbid=0.0) for _ in range(20)]
     for single_root in (False, True):
         batch = decode_batch(mats, method="eisner", single_root=single_root, workers=2)
         for S, heads in zip(mats, batch, strict=True):

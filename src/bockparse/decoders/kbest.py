@@ -75,6 +75,7 @@ from .trees import (
     explain_no_tree,
     find_bad_cell,
     load_scores,
+    tree_score_kernel,
 )
 
 MISMATCH = 10  # the fresh solve returned another tree than the reference (ties)
@@ -111,15 +112,6 @@ def _build(W0, store, bans, forced, root_only, Wm):
         for d in range(N):
             Wm[0, d] = NEG_INF
         Wm[0, root_only] = keep
-
-
-@nb.njit(nogil=True, cache=True)
-def _score(W, heads):
-    """Tree score in float64, summed over words in increasing order."""
-    s = 0.0
-    for d in range(1, heads.shape[0]):
-        s += W[heads[d], d]
-    return s
 
 
 @nb.njit(nogil=True, cache=True)
@@ -398,7 +390,7 @@ def _next(W0, store, bans, forced, root_only, ref, heads, F3, fw, MD, iw):
         for d in range(1, N):
             if heads[d] != ref[d]:
                 return MISMATCH, NEG_INF, NEG_INF, -1
-    score = _score(W0, heads)
+    score = tree_score_kernel(W0, heads)
     loss, esrc, edep = _best_swap(Wm, heads, MW, MW2, iw, fw, nf)
     if esrc < 0:
         return OK, score, NEG_INF, -1
@@ -417,7 +409,7 @@ def _single(W0, store, bans, heads, F3):
     for d in range(1, heads.shape[0]):
         if heads[d] == 0:
             child = d
-    return OK, _score(W0, heads), child
+    return OK, tree_score_kernel(W0, heads), child
 
 
 class _Cells:

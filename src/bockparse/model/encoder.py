@@ -68,6 +68,18 @@ def _offline_hint(name_or_path: str, local_files_only: bool) -> str:
     )
 
 
+def _from_pretrained(auto, what: str, name_or_path: str, local_files_only: bool):
+    """``auto.from_pretrained`` on the resolved path; ``OSError`` saying what to do otherwise."""
+    source = resolve_encoder_path(name_or_path)
+    try:
+        return auto.from_pretrained(source, local_files_only=local_files_only)
+    except (OSError, ValueError) as e:
+        raise OSError(
+            f"cannot load {what} {name_or_path!r} ({source}): "
+            f"{_offline_hint(name_or_path, local_files_only)}. ({e})"
+        ) from None
+
+
 def load_encoder_tokenizer(name_or_path: str, local_files_only: bool) -> PreTrainedTokenizerBase:
     """The tokenizer of an encoder (for the data module's ``tokenizer``).
 
@@ -78,14 +90,9 @@ def load_encoder_tokenizer(name_or_path: str, local_files_only: bool) -> PreTrai
     Raises:
         OSError: no tokenizer under that name, with what to do about it.
     """
-    source = resolve_encoder_path(name_or_path)
-    try:
-        return AutoTokenizer.from_pretrained(source, local_files_only=local_files_only)
-    except (OSError, ValueError) as e:
-        raise OSError(
-            f"cannot load the tokenizer of encoder {name_or_path!r} ({source}): "
-            f"{_offline_hint(name_or_path, local_files_only)}. ({e})"
-        ) from None
+    return _from_pretrained(
+        AutoTokenizer, "the tokenizer of encoder", name_or_path, local_files_only
+    )
 
 
 def _without_pooler(model: PreTrainedModel) -> PreTrainedModel:
@@ -109,14 +116,7 @@ def load_pretrained(name_or_path: str, local_files_only: bool) -> PreTrainedMode
     Raises:
         OSError: the weights are not available, with what to do about it.
     """
-    source = resolve_encoder_path(name_or_path)
-    try:
-        model = AutoModel.from_pretrained(source, local_files_only=local_files_only)
-    except (OSError, ValueError) as e:
-        raise OSError(
-            f"cannot load encoder {name_or_path!r} ({source}): "
-            f"{_offline_hint(name_or_path, local_files_only)}. ({e})"
-        ) from None
+    model = _from_pretrained(AutoModel, "encoder", name_or_path, local_files_only)
     return _without_pooler(model).train()
 
 
