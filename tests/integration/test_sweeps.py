@@ -102,6 +102,16 @@ def test_stand_in_settings(experiment):
     assert encoder == ("minilm" if experiment.endswith("ewt") else None)
 
 
+def test_transition_vs_graph_is_table1_ud_ewt_renamed():
+    for condition in ("hinge-bock", "arc-eager"):
+        ours = composed("experiment=transition-vs-graph", f"condition={condition}")
+        base = composed("experiment=table1-ud-ewt", f"condition={condition}")
+        assert ours.experiment_name == "transition-vs-graph"
+        assert ours.seed == base.seed
+        for key in ("data", "encoder", "model", "condition", "optim", "trainer"):
+            assert OmegaConf.to_container(ours[key]) == OmegaConf.to_container(base[key]), key
+
+
 def test_launchers_compose():
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
