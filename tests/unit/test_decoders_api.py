@@ -246,6 +246,13 @@ def test_decode_batch_equals_decode(method, workers):
             assert len(got) == len(expected)
             for a, b in zip(got, expected, strict=True):
                 assert np.array_equal(a, b)
+        as_array = decode_batch(
+            padded, lengths, method=method, single_root=single_root, workers=workers, padded=True
+        )
+        assert as_array.shape == (len(mats), M) and as_array.dtype == np.int64
+        for b, heads in enumerate(expected):
+            assert np.array_equal(as_array[b, : len(heads)], heads)
+            assert (as_array[b, len(heads) :] == -1).all()
 
 
 def test_decode_batch_mixed_sizes_and_dtypes():

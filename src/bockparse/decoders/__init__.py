@@ -114,7 +114,8 @@ def decode_batch(
     single_root: bool = True,
     root_strategy: str | None = None,
     workers: int | None = None,
-) -> list[np.ndarray]:
+    padded: bool = False,
+) -> list[np.ndarray] | np.ndarray:
     """Decode many sentences on a CPU thread pool; identical to :func:`decode` one by one.
 
     Args:
@@ -124,9 +125,12 @@ def decode_batch(
             ``None`` meaning every sentence uses the full ``M - 1`` words.
         method, single_root, root_strategy: as in :func:`decode`.
         workers: threads; ``None`` uses every CPU available to the process.
+        padded: return one int64 ``[B, M]`` array instead of a list.
 
     Returns:
-        ``B`` int64 arrays ``heads`` of length ``lengths[b] + 1``, in input order.
+        ``B`` int64 arrays ``heads`` of length ``lengths[b] + 1``, in input order; with
+        ``padded=True`` one int64 array ``[B, M]`` whose row ``b`` holds that tree in
+        ``[:lengths[b] + 1]`` (``heads[b, 0] == -1``) and ``-1`` at every padding position.
 
     Raises:
         ValueError, NoTreeError: as :func:`decode`, naming the batch index.
@@ -140,7 +144,7 @@ def decode_batch(
         for b, m in enumerate(mats):
             check_square(m, f"scores[{b}]")
         if not mats:
-            return []
+            return np.zeros((0, 0), dtype=np.int64) if padded else []
         M = max(m.shape[0] for m in mats)
         S = np.zeros((len(mats), M, M), dtype=np.result_type(*mats))
         for b, m in enumerate(mats):
@@ -160,7 +164,7 @@ def decode_batch(
             if lens.size and (lens.min() < 1 or lens.max() > M - 1):
                 raise ValueError(f"decode_batch: lengths must lie in 1..{M - 1} words")
         if B == 0:
-            return []
+            return np.zeros((0, M), dtype=np.int64) if padded else []
     if lens.size:
         decoder.check_length(int(lens.max()))
     heads, status = decode_padded(
@@ -171,6 +175,8 @@ def decode_batch(
         b = int(bad[0])
         N = int(lens[b]) + 1
         _raise_for(int(status[b]), S[b, :N, :N], single_root, f"sentence {b} of the batch: ")
+    if padded:
+        return heads
     return [heads[b, : lens[b] + 1].copy() for b in range(len(lens))]
 
 
