@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -21,10 +22,15 @@ from torchmetrics import Metric
 from .data.conllu import DataError, Sentence, read_conllu
 from .data.vocab import base_relation
 
+if TYPE_CHECKING:
+    from .data.batch import Batch
+
 NAMES = ("uas", "las", "lcm")
 
 # Punctuation exclusions of the paper's comparison with Zhang et al. (2019): gold XPOS for the
-# PTB, gold XPOS ``PU`` for the CTB, and gold UPOS ``PUNCT`` for UD treebanks.
+# PTB, gold XPOS ``PU`` for the CTB, and gold UPOS ``PUNCT`` for UD treebanks. The one
+# definition: files are masked by it (``bockparse-eval``), a data config's ``punct_field`` and
+# ``punct_tags`` (which give ``Batch.punct``) must name one of them (:func:`punct_exclusion`).
 PUNCT_EXCLUSIONS: dict[str, tuple[str, frozenset[str]]] = {
     "ptb": ("xpos", frozenset({"``", "''", ":", ",", "."})),
     "ctb": ("xpos", frozenset({"PU"})),
@@ -39,48 +45,176 @@ def metric_key(stage: str, name: str) -> str:
     return f"{stage}/{name}"
 
 
-def scored_words(sentence: Sentence, exclude_punct: str | None) -> np.ndarray:
-    """bool ``[n]``: the words that count (all, or all but the gold punctuation)."""
-    if exclude_punct is None:
-        return np.ones(len(sentence), dtype=bool)
+def _exclusion(name: str) -> tuple[str, frozenset[str]]:
     try:
-        column, tags = PUNCT_EXCLUSIONS[exclude_punct]
+        return PUNCT_EXCLUSIONS[name]
     except KeyError:
         known = ", ".join(PUNCT_EXCLUSIONS)
+        raise ValueError(f"unknown punctuation exclusion {name!r}; known: {known}") from None
+
+
+def punct_exclusion(field: str, tags: Iterable[str]) -> str:
+    """The :data:`PUNCT_EXCLUSIONS` name that marks punctuation by ``tags`` of column ``field``
+    (a data config's ``punct_field`` and ``punct_tags``).
+
+    Raises:
+        ValueError: no exclusion has that column and tag set.
+    """
+    field, tags = str(field), frozenset(map(str, tags))
+    for name, (column, known) in PUNCT_EXCLUSIONS.items():
+        if column == field and known == tags:
+            return name
+    raise ValueError(
+        f"no punctuation exclusion matches {field} {sorted(tags)}; known: "
+        + "; ".join(f"{n} ({c} {sorted(t)})" for n, (c, t) in PUNCT_EXCLUSIONS.items())
+    )
+
+
+def check_punct_exclusion(exclude_punct: str | None, field: str, tags: Iterable[str]) -> None:
+    """Check that a data config's punctuation mask (``Batch.punct``, from ``punct_field`` and
+    ``punct_tags``) is the exclusion ``exclude_punct`` asks for; nothing to check for ``None``.
+
+    Raises:
+        ValueError: an unknown exclusion, or the data marks punctuation otherwise.
+    """
+    if exclude_punct is None:
+        return
+    _exclusion(exclude_punct)
+    marked = punct_exclusion(field, tags)
+    if marked != exclude_punct:
         raise ValueError(
-            f"unknown punctuation exclusion {exclude_punct!r}; known: {known}"
-        ) from None
-    return np.array([tag not in tags for tag in getattr(sentence, column)], dtype=bool)
+            f"exclude_punct={exclude_punct} but the data marks punctuation as {marked} "
+            f"({field} {sorted(map(str, tags))}): set the data's punct_field and punct_tags "
+            f"to the {exclude_punct} exclusion"
+        )
 
 
-def sentence_counts(
-    gold: Sentence, heads: Sequence[int], rels: Sequence[str], scored: np.ndarray
-) -> np.ndarray:
-    """Integer counts ``(words, heads, labels, sentences, complete)`` of one sentence.
+def is_punct(sentence: Sentence, exclude_punct: str) -> np.ndarray:
+    """bool ``[n]``: the words of ``sentence`` that the exclusion ``exclude_punct`` leaves out.
+
+    Raises:
+        ValueError: an unknown exclusion.
+    """
+    column, tags = _exclusion(exclude_punct)
+    return np.array([tag in tags for tag in getattr(sentence, column)], dtype=bool)
+
+
+def attachment_counts(
+    heads: torch.Tensor,
+    rels: torch.Tensor,
+    gold_heads: torch.Tensor,
+    gold_rels: torch.Tensor,
+    mask: torch.Tensor,
+    punct: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Integer counts ``(words, heads, labels, sentences, complete)`` of a padded batch.
+
+    The one place the scores are counted: a word counts when it is a word (``mask``) and not
+    left out as punctuation; its head is right when it equals the gold head, its label when the
+    head is right and the base relation ids are equal; a sentence is complete when every word
+    that counts has the right head and label (a sentence with none counts as complete, as in
+    the CoNLL 2018 evaluator). O(B N), vectorised.
 
     Args:
-        gold: the gold sentence.
-        heads: predicted heads of words ``1..n`` (``n`` values in ``0..n``).
-        rels: predicted relation labels of words ``1..n``.
-        scored: bool ``[n]``, the words that count.
+        heads: int ``[B, N]`` predicted heads.
+        rels: int ``[B, N]`` predicted base-relation ids.
+        gold_heads: int ``[B, N]`` gold heads.
+        gold_rels: int ``[B, N]`` gold base-relation ids in the same id space (-1 where the
+            gold base relation has no id: never matched).
+        mask: bool ``[B, N]``, True on words (False at ROOT and padding).
+        punct: bool ``[B, N]`` gold punctuation to leave out, or ``None`` to score every word.
+
+    Returns:
+        int64 ``[5]`` on the inputs' device.
+    """
+    scored = mask if punct is None else mask & ~punct
+    head_ok = (heads == gold_heads) & scored
+    label_ok = head_ok & (rels == gold_rels)
+    complete = (label_ok | ~scored).all(dim=1)
+    return torch.stack(
+        [
+            scored.sum(),
+            head_ok.sum(),
+            label_ok.sum(),
+            torch.tensor(mask.shape[0], device=mask.device),
+            complete.sum(),
+        ]
+    ).long()
+
+
+def batch_counts(
+    heads: torch.Tensor,
+    rels: torch.Tensor,
+    batch: Batch,
+    base_of: torch.Tensor,
+    exclude_punct: bool,
+) -> torch.Tensor:
+    """:func:`attachment_counts` of predicted trees against a batch's gold trees.
+
+    Args:
+        heads: int64 ``[B, N]`` predicted heads (any value at ROOT and padding).
+        rels: int64 ``[B, N]`` predicted relation ids (``-1`` allowed at ROOT and padding).
+        batch: the batch (``heads``, ``base_rels``, ``mask``, ``punct``).
+        base_of: int64 ``[R]``, the base-relation id of each relation id
+            (``data.vocab.base_relation_ids(relations)[1]``), on the batch's device.
+        exclude_punct: leave out ``batch.punct``.
 
     Returns:
         int64 ``[5]``.
     """
-    head_ok = np.asarray(heads) == np.asarray(gold.heads)
-    label_ok = head_ok & np.array(
-        [base_relation(p) == base_relation(g) for p, g in zip(rels, gold.rels, strict=True)]
+    return attachment_counts(
+        heads,
+        base_of[rels.clamp(min=0)],
+        batch.heads,
+        batch.base_rels,
+        batch.mask,
+        batch.punct if exclude_punct else None,
     )
-    return np.array(
-        [
-            scored.sum(),
-            (head_ok & scored).sum(),
-            (label_ok & scored).sum(),
-            1,
-            bool((label_ok | ~scored).all()),
-        ],
-        dtype=np.int64,
-    )
+
+
+def sentence_counts(
+    gold: Sequence[Sentence],
+    heads: Sequence[Sequence[int]],
+    rels: Sequence[Sequence[str]],
+    exclude_punct: str | None,
+) -> np.ndarray:
+    """:func:`attachment_counts` of labelled trees given as lists against gold sentences.
+
+    Args:
+        gold: the gold sentences.
+        heads: per sentence, the predicted heads of words ``1..n`` (values in ``0..n``).
+        rels: per sentence, the predicted relation labels of words ``1..n``.
+        exclude_punct: a :data:`PUNCT_EXCLUSIONS` name, or ``None`` (every word scored).
+
+    Returns:
+        int64 ``[5]``.
+
+    Raises:
+        ValueError: an unknown exclusion, or a sentence whose predictions have the wrong length.
+    """
+    if exclude_punct is not None:
+        _exclusion(exclude_punct)  # an unknown name fails even with no sentences
+    S, N = len(gold), 1 + max((len(g) for g in gold), default=0)
+    pred_heads, pred_rels, gold_heads, gold_rels = np.full((4, S, N), -1, dtype=np.int64)
+    mask, punct = np.zeros((2, S, N), dtype=bool)
+    ids: dict[str, int] = {}  # base relation -> id, over gold and predicted labels
+
+    def base_ids(labels: Sequence[str]) -> list[int]:
+        return [ids.setdefault(base_relation(label), len(ids)) for label in labels]
+
+    for i, (g, h, r) in enumerate(zip(gold, heads, rels, strict=True)):
+        n = len(g)
+        if len(h) != n or len(r) != n:
+            raise ValueError(f"sentence {i}: {n} words but {len(h)} heads and {len(r)} labels")
+        words = slice(1, n + 1)
+        pred_heads[i, words], gold_heads[i, words] = h, g.heads
+        pred_rels[i, words], gold_rels[i, words] = base_ids(r), base_ids(g.rels)
+        mask[i, words] = True
+        if exclude_punct is not None:
+            punct[i, words] = is_punct(g, exclude_punct)
+    tensors = map(torch.from_numpy, (pred_heads, pred_rels, gold_heads, gold_rels, mask))
+    excluded = torch.from_numpy(punct) if exclude_punct is not None else None
+    return attachment_counts(*tensors, excluded).numpy()
 
 
 def rates(counts: np.ndarray | torch.Tensor) -> dict[str, float]:
@@ -105,7 +239,7 @@ class AttachmentScores(Metric):
         )
 
     def update(self, counts: np.ndarray | torch.Tensor) -> None:
-        """Add the ``sentence_counts`` of one or more sentences (int ``[5]``)."""
+        """Add the counts of one or more sentences (int ``[5]``, :func:`attachment_counts`)."""
         self.counts += torch.as_tensor(counts, dtype=torch.long, device=self.counts.device)
 
     def compute(self) -> dict[str, float]:
@@ -128,14 +262,13 @@ def evaluate_files(gold_path: str, pred_path: str, exclude_punct: str | None = N
     pred = read_conllu(pred_path, single_root=False, on_malformed="error")
     if len(gold) != len(pred):
         raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")
-    total = np.zeros(len(COUNTS), dtype=np.int64)
     for g, p in zip(gold, pred, strict=True):
         if g.forms != p.forms:
             raise DataError(
                 f"{pred_path}:{p.line}: the words differ from {gold_path}:{g.line} "
                 f"({len(p)} words against {len(g)})"
             )
-        total += sentence_counts(g, p.heads, p.rels, scored_words(g, exclude_punct))
+    total = sentence_counts(gold, [p.heads for p in pred], [p.rels for p in pred], exclude_punct)
     return {**rates(total), **dict(zip(COUNTS, total.tolist(), strict=True))}
 
 

@@ -16,15 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
-import numpy as np
 import torch
 from torch import nn
 
 from .data.batch import Batch
-from .decoders import decode_batch, get_decoder
+from .data.vocab import base_relation_ids
+from .decoders import get_decoder
 from .losses import LossOutput
-from .metrics import NAMES, AttachmentScores, metric_key, scored_words, sentence_counts
+from .metrics import (
+    NAMES,
+    AttachmentScores,
+    batch_counts,
+    check_punct_exclusion,
+    metric_key,
+)
 from .model.outputs import ParserScores
+from .predict import predict_trees
 
 STAGES = ("val", "test")
 
@@ -91,7 +98,15 @@ class ParserModule(pl.LightningModule):
         self.stage_start = 0
         self.lr_factor = 1.0
         self.decode_seconds = 0.0
-        self.predictions: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {
+        # LAS compares base relations: the base id of each relation id (not saved: derived).
+        self.register_buffer(
+            "base_of",
+            torch.tensor(base_relation_ids(self.relations)[1], dtype=torch.long),
+            persistent=False,
+        )
+        # Per stage, sentence id -> (heads, rels): int64 [n + 1] CPU rows of the padded
+        # predictions, -1 at ROOT; every sentence once per epoch.
+        self.predictions: dict[str, dict[int, tuple[torch.Tensor, torch.Tensor]]] = {
             s: {} for s in STAGES
         }
         self.scores: dict[str, dict[str, float]] = {}  # last rates per stage, full precision
@@ -154,43 +169,43 @@ class ParserModule(pl.LightningModule):
 
     # -- evaluation ---------------------------------------------------------------------------
 
-    def predict_trees(self, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
-        """Heads (the run's decoder, single root) and relations (best at the predicted head);
-        with no decoder, the scorer's own ``predict(batch)`` (timed whole, encoder included).
+    def predict_trees(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Heads (the run's decoder, single root) and relations (best at the predicted head) by
+        :func:`bockparse.predict.predict_trees`; with no decoder, the scorer's own
+        ``predict(batch)``. Adds the time to ``decode_seconds`` (the scorer's own prediction
+        timed whole, encoder included; otherwise decoding and relations only).
 
         Returns:
-            int64 ``[B, N]`` heads (0 at ROOT and padding) and relation ids.
+            int64 ``[B, N]`` heads and relation ids on the batch's device, ``-1`` at ROOT and
+            padding.
         """
         if self.decoder is None:
             start = time.perf_counter()
             heads, rels = self.scorer.predict(batch)
-            self.decode_seconds += time.perf_counter() - start
-            return heads, rels
-        scores = self.scorer(batch)
-        start = time.perf_counter()
-        trees = decode_batch(scores.arc.detach().float(), batch.lengths, self.decoder,
-                             single_root=True)  # fmt: skip
+        else:
+            scores = self.scorer(batch)
+            start = time.perf_counter()
+            heads, rels = predict_trees(scores, batch.lengths, self.decoder)
         self.decode_seconds += time.perf_counter() - start
-        heads = np.zeros(tuple(batch.mask.shape), dtype=np.int64)
-        for b, h in enumerate(trees):
-            heads[b, 1 : len(h)] = h[1:]
-        index = torch.from_numpy(heads).to(scores.rel.device)
-        R = scores.rel.shape[-1]
-        at_head = scores.rel.gather(1, index[:, None, :, None].expand(-1, 1, -1, R)).squeeze(1)
-        return heads, at_head.argmax(dim=-1).cpu().numpy()
+        return heads, rels
 
     def _evaluate(self, stage: str, batch: Batch) -> None:
+        """Predict a batch, add its counts to the stage's metric and keep its trees."""
         heads, rels = self.predict_trees(batch)
-        dataset = self.trainer.datamodule.dataset(stage)
-        counts = np.zeros(5, dtype=np.int64)
-        for b, sid in enumerate(batch.sentence_ids.tolist()):
-            gold = dataset.sentences[sid]
-            n = len(gold)
-            labels = [self.relations[r] for r in rels[b, 1 : n + 1]]
-            scored = scored_words(gold, self.exclude_punct)
-            counts += sentence_counts(gold, heads[b, 1 : n + 1], labels, scored)
-            self.predictions[stage][sid] = (heads[b, : n + 1], rels[b, : n + 1])
-        self.metrics[stage].update(counts)
+        exclude = self.exclude_punct is not None
+        self.metrics[stage].update(batch_counts(heads, rels, batch, self.base_of, exclude))
+        done = self.predictions[stage]
+        heads, rels = heads.cpu(), rels.cpu()
+        for b, (sid, n) in enumerate(zip(batch.sentence_ids.tolist(), batch.lengths.tolist(),
+                                         strict=True)):  # fmt: skip
+            if sid in done:
+                raise RuntimeError(f"{stage}: sentence {sid} predicted twice in one epoch")
+            done[sid] = (heads[b, : n + 1], rels[b, : n + 1])
+
+    def _check_punct(self) -> None:
+        """A punctuation exclusion must be the one the data marks in ``Batch.punct``."""
+        dm = self.trainer.datamodule
+        check_punct_exclusion(self.exclude_punct, dm.punct_field, dm.punct_tags)
 
     def _log_scores(self, stage: str) -> None:
         scores = self.metrics[stage].compute()
@@ -201,6 +216,7 @@ class ParserModule(pl.LightningModule):
         self.metrics[stage].reset()
 
     def on_validation_epoch_start(self) -> None:
+        self._check_punct()
         self.predictions["val"].clear()
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
@@ -210,6 +226,7 @@ class ParserModule(pl.LightningModule):
         self._log_scores("val")
 
     def on_test_epoch_start(self) -> None:
+        self._check_punct()
         self.predictions["test"].clear()
 
     def test_step(self, batch: Batch, batch_idx: int) -> None:
@@ -228,8 +245,8 @@ class ParserModule(pl.LightningModule):
         write_predictions(
             path,
             dataset,
-            {sid: h for sid, (h, _) in done.items()},
-            {sid: r for sid, (_, r) in done.items()},
+            {sid: h.numpy() for sid, (h, _) in done.items()},
+            {sid: r.numpy() for sid, (_, r) in done.items()},
         )
 
     # -- checkpoints --------------------------------------------------------------------------

@@ -28,9 +28,13 @@ class Batch:
         heads: int64 ``[B, N]`` gold heads in ``0..n``; -1 at ROOT and padding.
         rels: int64 ``[B, N]`` gold relation ids; -1 at ROOT, padding and for relations unseen
             in training.
+        base_rels: int64 ``[B, N]`` gold base-relation ids (``nmod:poss`` -> ``nmod``; ids of
+            ``data.vocab.base_relation_ids`` over the training relations), what LAS compares;
+            -1 at ROOT, padding and for base relations unseen in training (never matched).
         mask: bool ``[B, N]``, True on words: False at ROOT and padding.
-        punct: bool ``[B, N]``, True on gold punctuation words (for punctuation-excluded
-            scores).
+        punct: bool ``[B, N]``, True on gold punctuation words (the data's ``punct_field`` and
+            ``punct_tags``): the one mask of punctuation-excluded scores
+            (``bockparse.metrics.scored_mask``).
         lengths: int64 ``[B]`` words per sentence (ROOT excluded).
         sentence_ids: int64 ``[B]`` index of each sentence in its dataset (file order).
         subwords: transformer input, or ``None`` when the data module has no tokenizer.
@@ -43,6 +47,7 @@ class Batch:
     feats: torch.Tensor
     heads: torch.Tensor
     rels: torch.Tensor
+    base_rels: torch.Tensor
     mask: torch.Tensor
     punct: torch.Tensor
     lengths: torch.Tensor
@@ -108,6 +113,7 @@ class Collator:
             feats=positions(ds.feats, ROOT_INDEX, PAD_INDEX),
             heads=positions(ds.heads, -1, -1),
             rels=positions(ds.rels, -1, -1),
+            base_rels=positions(ds.base_rels, -1, -1),
             mask=torch.from_numpy(np.pad(valid, ((0, 0), (1, 0)))),
             punct=positions(ds.punct, False, False),
             lengths=torch.from_numpy(lengths),

@@ -15,7 +15,7 @@ import torch
 
 from .conllu import DataError, Sentence, write_conllu
 from .subwords import WordPieces
-from .vocab import PAD_INDEX, Vocabs
+from .vocab import PAD_INDEX, Vocabs, base_relation, base_relation_ids
 
 PunctField = Literal["upos", "xpos"]
 
@@ -37,6 +37,8 @@ class ParserDataset(torch.utils.data.Dataset):
         offsets: int64 ``[S + 1]`` start of each sentence in the word arrays.
         words, upos, xpos, feats, heads, rels: int64 ``[T]``; ``heads`` 1-based, 0 for ROOT;
             ``rels`` -1 for relations unseen in training.
+        base_rels: int64 ``[T]`` gold base-relation ids (:func:`~.vocab.base_relation_ids` of
+            the training relations); -1 for a base relation unseen in training.
         punct: bool ``[T]``.
         chars: int64 ``[types, max_word_chars]`` char ids per word type (``PAD_INDEX`` after
             the word's end); ``char_lengths`` ``[types]``; ``types`` int64 ``[T]``.
@@ -78,6 +80,10 @@ class ParserDataset(torch.utils.data.Dataset):
         self.xpos = np.array(vocabs.xpos.lookup(flat("xpos")), dtype=np.int64)
         self.feats = np.array(vocabs.feats.lookup(flat("feats")), dtype=np.int64)
         self.rels = np.array(vocabs.rels.lookup(flat("rels")), dtype=np.int64)
+        base_ids, _ = base_relation_ids(vocabs.rels.itos)
+        self.base_rels = np.array(
+            [base_ids.get(base_relation(r), -1) for r in flat("rels")], dtype=np.int64
+        )
         self.heads = np.array(flat("heads"), dtype=np.int64)
         punct_set = set(punct_tags)
         self.punct = np.array([t in punct_set for t in flat(punct_field)], dtype=bool)

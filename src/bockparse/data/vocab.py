@@ -31,6 +31,21 @@ def base_relation(label: str) -> str:
     return label.split(":", 1)[0]
 
 
+def base_relation_ids(labels: Sequence[str]) -> tuple[dict[str, int], list[int]]:
+    """Ids of the base relations of a relation vocabulary (LAS compares base relations).
+
+    Args:
+        labels: relation labels in id order (``Vocabs.rels.itos``).
+
+    Returns:
+        ``(ids, of_label)``: ``ids`` maps each base relation to its id, in order of first
+        appearance; ``of_label[r]`` is the base id of label ``r``.
+    """
+    ids: dict[str, int] = {}
+    of_label = [ids.setdefault(base_relation(label), len(ids)) for label in labels]
+    return ids, of_label
+
+
 class Vocab:
     """A token <-> id map.
 

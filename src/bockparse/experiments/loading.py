@@ -12,8 +12,10 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ..data.conllu import DataError, Sentence
+from ..data.batch import Batch
+from ..data.conllu import DataError
 from ..data.vocab import Vocabs
+from ..model.outputs import ParserScores
 from .runs import CONFIG_FILE, HYDRA_FILE
 
 CHECKPOINT = Path("checkpoints") / "best.ckpt"
@@ -36,19 +38,15 @@ class LoadedRun:
 
 @dataclass
 class ScoredSentence:
-    """One sentence's fixed scores.
+    """One sentence's fixed arc scores.
 
     Attributes:
         index: position in the split's dataset (file order).
         arc: float32 ``[N, N]``, ``arc[h, d]`` (exactly what the run's decoder receives).
-        best_rel: int64 ``[N, N]``, the best relation id of every arc ``h -> d``.
-        gold: the gold sentence.
     """
 
     index: int
     arc: np.ndarray
-    best_rel: np.ndarray
-    gold: Sentence
 
 
 def run_config(run_dir: str | Path) -> DictConfig:
@@ -107,23 +105,21 @@ def load_run(run_dir: str | Path) -> LoadedRun:
     return LoadedRun(run_dir, cfg, datamodule, module)
 
 
-def scored_sentences(run: LoadedRun, stage: str) -> Iterator[ScoredSentence]:
-    """The sentences of ``stage`` (``"val"`` or ``"test"``) with their fixed scores, computed
+def scored_batches(run: LoadedRun, stage: str) -> Iterator[tuple[Batch, ParserScores]]:
+    """The batches of ``stage`` (``"val"`` or ``"test"``) with their fixed scores, computed
     once by the scorer in eval mode (batches as in evaluation, sorted by length)."""
     dm = run.datamodule
     loader = dm.val_dataloader() if stage == "val" else dm.test_dataloader()
-    dataset = dm.dataset(stage)
-    scorer = run.module.scorer
     with torch.inference_mode():
         for batch in loader:
-            scores = scorer(batch)
-            arc = scores.arc.detach().float().cpu().numpy()  # [B, M, M]
-            best = scores.rel.argmax(dim=-1).cpu().numpy()  # [B, M, M]
-            for b, sid in enumerate(batch.sentence_ids.tolist()):
-                N = int(batch.lengths[b]) + 1
-                yield ScoredSentence(
-                    index=sid,
-                    arc=np.ascontiguousarray(arc[b, :N, :N]),
-                    best_rel=best[b, :N, :N],
-                    gold=dataset.sentences[sid],
-                )
+            yield batch, run.module.scorer(batch)
+
+
+def scored_sentences(run: LoadedRun, stage: str) -> Iterator[ScoredSentence]:
+    """:func:`scored_batches` one sentence at a time, its arc scores cut to ``[N, N]``."""
+    for batch, scores in scored_batches(run, stage):
+        arc = scores.arc.detach().float().cpu().numpy()  # [B, M, M]
+        for b, (sid, n) in enumerate(
+            zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
+        ):
+            yield ScoredSentence(index=sid, arc=np.ascontiguousarray(arc[b, : n + 1, : n + 1]))

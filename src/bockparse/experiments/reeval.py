@@ -20,7 +20,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from ..data.conllu import DataError
-from ..metrics import NAMES, PUNCT_EXCLUSIONS, evaluate_files
+from ..metrics import NAMES, PUNCT_EXCLUSIONS, evaluate_files, punct_exclusion
 from .loading import run_config
 from .runs import Discovery, Run, discover
 from .table import aggregate, render, write_csv
@@ -31,23 +31,6 @@ PAPER_PUNCT_EXCLUDED: dict[str, dict[str, tuple[float | None, float | None, floa
     "table1-ctb": {"local-ce": (None, 90.56, 44.24), "hinge-cle": (None, 90.61, 43.73)},
 }
 TOLERANCE = 1e-6  # percentage points between metrics.json and the re-evaluation
-
-
-def exclusion_of(data) -> str:
-    """The :data:`~bockparse.metrics.PUNCT_EXCLUSIONS` name matching a data config's
-    ``punct_field`` and ``punct_tags``.
-
-    Raises:
-        ValueError: no exclusion has that column and tag set.
-    """
-    field, tags = str(data.punct_field), frozenset(map(str, data.punct_tags))
-    for name, (column, known) in PUNCT_EXCLUSIONS.items():
-        if column == field and known == tags:
-            return name
-    raise ValueError(
-        f"no punctuation exclusion matches {field} {sorted(tags)}; give --exclude-punct "
-        f"{'|'.join(PUNCT_EXCLUSIONS)}"
-    )
 
 
 def gold_file(run_dir: Path, stage: str) -> tuple[Path, DictConfig]:
@@ -63,13 +46,20 @@ def reevaluate(run: Run, stage: str, exclude: str) -> tuple[Run, float | None]:
 
     Raises:
         DataError: a prediction or gold file is missing, malformed or misaligned.
-        ValueError: ``exclude="auto"`` and the data config matches no exclusion.
+        ValueError: ``exclude="auto"`` and the data config's ``punct_field`` and
+            ``punct_tags`` match no exclusion (:func:`bockparse.metrics.punct_exclusion`).
     """
     gold, data = gold_file(run.path, stage)
     pred = run.path / "predictions" / f"{stage}.conllu"
     if not pred.is_file():
         raise DataError(f"{pred}: no saved predictions")
-    name = exclusion_of(data) if exclude == "auto" else exclude
+    if exclude == "auto":
+        try:
+            name = punct_exclusion(data.punct_field, data.punct_tags)
+        except ValueError as err:
+            raise ValueError(f"{err}; give --exclude-punct") from None
+    else:
+        name = exclude
     included = evaluate_files(str(gold), str(pred), None)
     excluded = evaluate_files(str(gold), str(pred), name)
     gaps = [

@@ -14,56 +14,94 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
-from ..decoders import decode, get_decoder, tree_score
-from ..metrics import COUNTS, rates, scored_words, sentence_counts
-from .loading import LoadedRun, load_run, scored_sentences
+from ..data.vocab import base_relation_ids
+from ..decoders import get_decoder, tree_score
+from ..metrics import COUNTS, batch_counts, check_punct_exclusion, rates
+from ..predict import predict_trees
+from .loading import LoadedRun, load_run, scored_batches
 
 DECODERS = ("cle", "bock-original", "bock", "tarjan")
+OPTIONAL_DECODERS = ("stanza-cle",)  # compared when registered (Stanza's own CL/E)
 STAGES = ("val", "test")
 
+log = logging.getLogger("bockparse.substitute")
 
-def compare(run: LoadedRun, stage: str, decoders: Sequence[str] = DECODERS) -> dict[str, Any]:
+
+def default_decoders() -> list[str]:
+    """:data:`DECODERS`, then each of :data:`OPTIONAL_DECODERS` that is registered (a missing
+    one is skipped with the reason logged)."""
+    names = list(DECODERS)
+    for name in OPTIONAL_DECODERS:
+        try:
+            get_decoder(name)
+        except ValueError as err:
+            log.warning("decoder %s left out of the comparison: %s", name, err)
+            continue
+        names.append(name)
+    return names
+
+
+def compare(run: LoadedRun, stage: str, decoders: Sequence[str]) -> dict[str, Any]:
     """Decode one split's fixed scores with every decoder and compare the results.
+
+    Each batch is scored once; every decoder then predicts it through
+    :func:`bockparse.predict.predict_trees` (single root, relations at the predicted heads),
+    and the counts come from the batch (:func:`bockparse.metrics.batch_counts`).
+
+    Args:
+        run: a loaded run.
+        stage: ``"val"`` or ``"test"``.
+        decoders: registry names, compared pairwise in this order.
 
     Returns:
         ``{"sentences", "scores": {decoder: {uas, las, lcm, counts}}, "pairs": [{a, b,
         heads, labels, tree_scores, max_score_difference}], "reproduced": {...}}``, counts
         of sentences (shares in ``pairs`` as fractions).
+
+    Raises:
+        ValueError: an unknown decoder, or the run's punctuation exclusion is not the data's.
     """
     for name in decoders:
         get_decoder(name)
-    itos = run.relations
     exclude = run.cfg.get("exclude_punct")
-    heads: dict[str, list[np.ndarray]] = {d: [] for d in decoders}
-    labels: dict[str, list[tuple[str, ...]]] = {d: [] for d in decoders}
-    values: dict[str, list[float]] = {d: [] for d in decoders}
+    if exclude is not None:
+        data = run.cfg.data
+        check_punct_exclusion(exclude, data.punct_field, data.punct_tags)
+    base_of = torch.tensor(base_relation_ids(run.relations)[1], dtype=torch.long)
+    # per decoder, sentence id -> int64 [n + 1] heads and relation ids (-1 at ROOT)
+    heads: dict[str, dict[int, np.ndarray]] = {d: {} for d in decoders}
+    labels: dict[str, dict[int, np.ndarray]] = {d: {} for d in decoders}
+    values: dict[str, dict[int, float]] = {d: {} for d in decoders}
     counts = {d: np.zeros(len(COUNTS), dtype=np.int64) for d in decoders}
     order: list[int] = []
-    for sentence in scored_sentences(run, stage):
-        order.append(sentence.index)
-        scored = scored_words(sentence.gold, exclude)
-        cols = np.arange(1, sentence.arc.shape[0])
+    for batch, scores in scored_batches(run, stage):
+        ids, lengths = batch.sentence_ids.tolist(), batch.lengths.tolist()
+        order += ids
+        arc = scores.arc.detach().float().cpu().numpy()  # [B, M, M], what the decoders see
         for name in decoders:
-            h = decode(sentence.arc, name, single_root=True)
-            rel = tuple(itos[r] for r in sentence.best_rel[h[1:], cols])
-            heads[name].append(h)
-            labels[name].append(rel)
-            values[name].append(tree_score(sentence.arc, h))
-            counts[name] += sentence_counts(sentence.gold, h[1:], rel, scored)
+            h, r = predict_trees(scores, batch.lengths, name)
+            found = batch_counts(h, r, batch, base_of.to(r.device), exclude is not None)
+            counts[name] += found.cpu().numpy()
+            h, r = h.cpu().numpy(), r.cpu().numpy()
+            for b, (sid, n) in enumerate(zip(ids, lengths, strict=True)):
+                heads[name][sid], labels[name][sid] = h[b, : n + 1], r[b, : n + 1]
+                values[name][sid] = tree_score(arc[b, : n + 1, : n + 1], h[b, : n + 1])
     total = len(order)
     pairs = []
     for a, b in itertools.combinations(decoders, 2):
-        same_heads = sum(np.array_equal(x, y) for x, y in zip(heads[a], heads[b], strict=True))
-        same_labels = sum(x == y for x, y in zip(labels[a], labels[b], strict=True))
-        same_scores = sum(x == y for x, y in zip(values[a], values[b], strict=True))
-        gap = max((abs(x - y) for x, y in zip(values[a], values[b], strict=True)), default=0.0)
+        same_heads = sum(np.array_equal(heads[a][i], heads[b][i]) for i in order)
+        same_labels = sum(np.array_equal(labels[a][i], labels[b][i]) for i in order)
+        same_scores = sum(values[a][i] == values[b][i] for i in order)
+        gap = max((abs(values[a][i] - values[b][i]) for i in order), default=0.0)
         pairs.append(
             {
                 "a": a,
@@ -98,20 +136,21 @@ def _reproduced(run, stage, order, heads, labels) -> dict[str, Any] | None:
     if decoder not in heads or not path.is_file():
         return None
     saved = read_conllu(path, single_root=False, on_malformed="error")
+    itos = run.relations
     same = 0
-    for i, index in enumerate(order):
+    for index in order:
         pred = saved[index]
-        if list(heads[decoder][i][1:]) == list(pred.heads) and labels[decoder][i] == tuple(
-            pred.rels
-        ):
-            same += 1
+        rels = [itos[r] for r in labels[decoder][index][1:]]
+        same += list(heads[decoder][index][1:]) == list(pred.heads) and rels == list(pred.rels)
     return {"decoder": decoder, "file": str(path), "sentences": len(order), "identical": same}
 
 
 def substitute(
-    run_dir: str | Path, stages: Sequence[str] = STAGES, decoders: Sequence[str] = DECODERS
+    run_dir: str | Path, stages: Sequence[str] = STAGES, decoders: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """:func:`compare` on each split of a run folder."""
+    """:func:`compare` on each split of a run folder (``decoders``: :func:`default_decoders`
+    when ``None``)."""
+    decoders = default_decoders() if decoders is None else list(decoders)
     run = load_run(run_dir)
     return {
         "run": str(run_dir),
@@ -168,7 +207,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "count identical heads, labels and tree scores per pair.",
     )
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR")
-    parser.add_argument("--decoders", nargs="+", default=list(DECODERS))
+    parser.add_argument(
+        "--decoders",
+        nargs="+",
+        default=None,
+        help=f"registry names (default: {' '.join(DECODERS)}, and "
+        f"{' '.join(OPTIONAL_DECODERS)} when registered)",
+    )
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
     parser.add_argument(
         "--out",

@@ -3,9 +3,10 @@
 ``L(S, T*) = max_{T in T_1} [S(T) + Δ(T, T*)] - S(T*)`` per sentence, where ``S`` is the
 column-wise log-softmax of the arc scores over heads, ``T_1`` the single-root trees and
 ``Δ`` costs ``margin`` per word whose head differs from the gold one. The maximiser ``T̂`` comes
-from a registered exact decoder on the loss-augmented matrix ``S + Δ`` through ``decode_batch``
-(a CPU thread pool); autograd through the selected scores then gives the subgradient
-``1[T̂] - 1[T*]`` on ``S`` (eq. 10).
+from a registered exact decoder on the loss-augmented matrix ``S + Δ`` through
+:func:`bockparse.predict.decode_heads` (the decoders' CPU thread pool, padded ``[B, N]`` heads);
+autograd through the selected scores then gives the subgradient ``1[T̂] - 1[T*]`` on ``S``
+(eq. 10).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import torch
 
-from ..decoders import decode_batch, get_decoder
+from ..decoders import get_decoder
 from ..model.outputs import ParserScores
+from ..predict import decode_heads
 from .common import LossOutput, combine, gold_arc_scores, normalized_arc_scores
 
 # One thread that runs decode_batch while the caller computes the other loss terms; the decoder
@@ -79,14 +80,15 @@ class StructuredHinge:
 
         Returns:
             A function that waits for it and gives ``(T̂, seconds)``: int64 ``[B, N]`` heads
-            (0 at ROOT and padding) and the decoding wall time.
+            (-1 at ROOT and padding, :func:`bockparse.predict.decode_heads`) and the decoding
+            wall time.
         """
         augmented = loss_augmented(logp, batch.heads, batch.mask, self.margin)
-        cpu = augmented.float().cpu().numpy()  # one transfer per batch
-        lengths = batch.lengths.cpu().numpy()
+        cpu = augmented.float().cpu()  # one transfer per batch, in the caller's thread
+        lengths = batch.lengths.cpu()
         start = time.perf_counter()
         job = _background.submit(
-            decode_batch,
+            decode_heads,
             cpu,
             lengths,
             self.decoder,
@@ -95,12 +97,9 @@ class StructuredHinge:
         )
 
         def result():
-            trees = job.result()
+            predicted = job.result()
             seconds = time.perf_counter() - start
-            predicted = np.zeros(cpu.shape[:2], dtype=np.int64)
-            for b, h in enumerate(trees):
-                predicted[b, 1 : len(h)] = h[1:]
-            return torch.from_numpy(predicted).to(logp.device), seconds
+            return predicted.to(logp.device), seconds
 
         return result
 

@@ -90,11 +90,13 @@ class CharacterModel(nn.Module):
         return out
 
 
-class BiaffineScorer(nn.Module):
-    """Stanza's biaffine parser as a scorer: ``forward(batch) -> ParserScores`` (module doc).
+class Contextualizer(nn.Module):
+    """The inputs and the BiLSTM (module doc): ``contextualize(batch)`` gives the states that
+    the graph scorer (:class:`BiaffineScorer`) and the transition parser
+    (``bockparse.transition.TransitionParser``) score from.
 
     Args:
-        vocabs: the training vocabularies (sizes of the embedding tables and of ``R``).
+        vocabs: the training vocabularies (sizes of the embedding tables).
         encoder: the transformer input, or ``None`` for none.
         use_words: word embeddings of width ``word_dim``.
         word_dim: word embedding width, also the width of the character vectors.
@@ -107,13 +109,11 @@ class BiaffineScorer(nn.Module):
         tag_dim: tag embedding width.
         lstm_hidden: BiLSTM width per direction.
         lstm_layers: BiLSTM layers.
-        dropout: on the concatenated inputs, between LSTM layers, on the LSTM output, in the
-            character model and on the biaffine MLPs.
-        arc_hidden: arc MLP width.
-        rel_hidden: relation MLP width.
-        linearization, distance: Stanza's auxiliary scorers (and their terms in the arc
-            scores).
-        aux_hidden: MLP width of the linearization and distance scorers.
+        dropout: on the concatenated inputs, between LSTM layers, on the LSTM output and in the
+            character model.
+
+    Attributes:
+        width: ``2 * lstm_hidden``, the width of the states.
 
     Raises:
         ValueError: no input is enabled.
@@ -137,11 +137,6 @@ class BiaffineScorer(nn.Module):
         lstm_hidden: int,
         lstm_layers: int,
         dropout: float,
-        arc_hidden: int,
-        rel_hidden: int,
-        linearization: bool,
-        distance: bool,
-        aux_hidden: int,
     ):
         super().__init__()
         self.encoder = encoder
@@ -175,11 +170,7 @@ class BiaffineScorer(nn.Module):
             bidirectional=True,
             dropout=dropout if lstm_layers > 1 else 0.0,
         )
-        width = 2 * lstm_hidden
-        self.arc = DeepBiaffine(width, arc_hidden, 1, dropout)
-        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout)
-        self.linearization = DeepBiaffine(width, aux_hidden, 1, dropout) if linearization else None
-        self.distance = DeepBiaffine(width, aux_hidden, 1, dropout) if distance else None
+        self.width = 2 * lstm_hidden
 
     def inputs(self, batch: Batch) -> torch.Tensor:
         """The concatenated input vectors of every position.
@@ -228,6 +219,73 @@ class BiaffineScorer(nn.Module):
         out, _ = self.lstm(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
         return self.dropout(out)
+
+
+class BiaffineScorer(Contextualizer):
+    """Stanza's biaffine parser as a scorer: ``forward(batch) -> ParserScores`` (module doc), the
+    arc, relation and auxiliary biaffines on the :class:`Contextualizer`'s states.
+
+    Args:
+        vocabs, encoder, use_words, word_dim, word_dropout, use_chars, char_dim, char_hidden,
+        use_upos, use_xpos, use_feats, tag_dim, lstm_hidden, lstm_layers: as
+            :class:`Contextualizer` (``vocabs`` also gives ``R``).
+        dropout: as :class:`Contextualizer`, and on the biaffine MLPs.
+        arc_hidden: arc MLP width.
+        rel_hidden: relation MLP width.
+        linearization, distance: Stanza's auxiliary scorers (and their terms in the arc
+            scores).
+        aux_hidden: MLP width of the linearization and distance scorers.
+
+    Raises:
+        ValueError: no input is enabled.
+    """
+
+    def __init__(
+        self,
+        *,
+        vocabs: Vocabs,
+        encoder: TransformerEncoder | None,
+        use_words: bool,
+        word_dim: int,
+        word_dropout: float,
+        use_chars: bool,
+        char_dim: int,
+        char_hidden: int,
+        use_upos: bool,
+        use_xpos: bool,
+        use_feats: bool,
+        tag_dim: int,
+        lstm_hidden: int,
+        lstm_layers: int,
+        dropout: float,
+        arc_hidden: int,
+        rel_hidden: int,
+        linearization: bool,
+        distance: bool,
+        aux_hidden: int,
+    ):
+        super().__init__(
+            vocabs=vocabs,
+            encoder=encoder,
+            use_words=use_words,
+            word_dim=word_dim,
+            word_dropout=word_dropout,
+            use_chars=use_chars,
+            char_dim=char_dim,
+            char_hidden=char_hidden,
+            use_upos=use_upos,
+            use_xpos=use_xpos,
+            use_feats=use_feats,
+            tag_dim=tag_dim,
+            lstm_hidden=lstm_hidden,
+            lstm_layers=lstm_layers,
+            dropout=dropout,
+        )
+        width = self.width
+        self.arc = DeepBiaffine(width, arc_hidden, 1, dropout)
+        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout)
+        self.linearization = DeepBiaffine(width, aux_hidden, 1, dropout) if linearization else None
+        self.distance = DeepBiaffine(width, aux_hidden, 1, dropout) if distance else None
 
     def forward(self, batch: Batch) -> ParserScores:
         """Score every arc and relation of a batch.

@@ -26,7 +26,7 @@ import numpy as np
 from ..data.conllu import DataError, read_conllu
 from ..decoders import decode
 from ..decoders.eisner import is_projective
-from ..metrics import COUNTS, PUNCT_EXCLUSIONS, rates, scored_words, sentence_counts
+from ..metrics import COUNTS, PUNCT_EXCLUSIONS, rates, sentence_counts
 
 SUBSETS = ("all", "projective", "non-projective")
 
@@ -51,14 +51,16 @@ def scores_by_projectivity(
     pred = read_conllu(pred_path, single_root=False, on_malformed="error")
     if len(gold) != len(pred):
         raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")
-    totals = {name: np.zeros(len(COUNTS), dtype=np.int64) for name in SUBSETS}
+    # per subset: gold sentences, predicted heads, predicted labels
+    subsets: dict[str, tuple[list, list, list]] = {name: ([], [], []) for name in SUBSETS}
     for g, p in zip(gold, pred, strict=True):
         if g.forms != p.forms:
             raise DataError(f"{pred_path}:{p.line}: the words differ from {gold_path}:{g.line}")
-        counts = sentence_counts(g, p.heads, p.rels, scored_words(g, exclude_punct))
         projective = is_projective(np.asarray([-1, *g.heads], dtype=np.int64))
-        totals["all"] += counts
-        totals["projective" if projective else "non-projective"] += counts
+        for name in ("all", "projective" if projective else "non-projective"):
+            for column, value in zip(subsets[name], (g, p.heads, p.rels), strict=True):
+                column.append(value)
+    totals = {name: sentence_counts(*lists, exclude_punct) for name, lists in subsets.items()}
     return {
         name: {**rates(total), **dict(zip(COUNTS, total.tolist(), strict=True))}
         for name, total in totals.items()

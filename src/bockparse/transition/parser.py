@@ -1,11 +1,12 @@
 """A greedy transition parser on the graph parsers' encoder.
 
-:class:`TransitionParser` is :class:`~bockparse.model.scorer.BiaffineScorer` with its arc scorer
-replaced by a transition classifier; everything else is the biaffine scorer's, unchanged:
-the inputs, the BiLSTM, and the relation biaffine. The comparison with the graph-based
+:class:`TransitionParser` is built from the graph parsers' parts: the same
+:class:`~bockparse.model.scorer.Contextualizer` (the inputs and the BiLSTM) and the same
+relation biaffine as :class:`~bockparse.model.scorer.BiaffineScorer`, with a transition
+classifier where the graph scorer has its arc biaffine. The comparison with the graph-based
 conditions then differs only in how heads are chosen (a greedy walk through projective
 configurations instead of an exact search over all trees), and relations are chosen the same
-way in both, at the predicted head.
+way in both, at the predicted head (:func:`bockparse.predict.relations_at_heads`).
 
 Transition classifier (the neural oracle of the chapter's section "Training the oracle",
 ``../shared/papers/004_a5a61b154c91c7c0.txt``): the BiLSTM states of the top ``stack_features``
@@ -21,7 +22,8 @@ sentences of a batch in lock step, ``2 n`` steps each. Relation labels do not en
 features, so labelling each predicted arc at the end with the relation scorer's best label is
 the same decision as taking the labelled transition while walking.
 
-Configured by ``conf/model/transition.yaml``, which extends ``conf/model/biaffine.yaml``.
+Configured by ``conf/model/transition.yaml``, laid over ``conf/model/biaffine.yaml``: the
+contextualiser and relation settings are the graph scorer's.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ from torch import nn
 
 from ..data.batch import Batch
 from ..data.vocab import Vocabs
+from ..model.biaffine import DeepBiaffine
 from ..model.encoder import TransformerEncoder
-from ..model.scorer import BiaffineScorer
+from ..model.scorer import Contextualizer
+from ..predict import relations_at_heads
 from .oracle import NonProjectiveError, oracle_walk
 from .systems import Transition, get_system
 
@@ -61,8 +65,8 @@ class TransitionScores:
     kept: torch.Tensor
 
 
-class TransitionParser(BiaffineScorer):
-    """Arc-standard or arc-eager greedy parser on the biaffine scorer's encoder (module doc).
+class TransitionParser(nn.Module):
+    """Arc-standard or arc-eager greedy parser on the graph parsers' contextualiser (module doc).
 
     Args:
         vocabs, encoder, use_words, word_dim, word_dropout, use_chars, char_dim, char_hidden,
@@ -121,7 +125,8 @@ class TransitionParser(BiaffineScorer):
                 f"need at least one feature item, got stack_features={stack_features}, "
                 f"buffer_features={buffer_features}"
             )
-        super().__init__(
+        super().__init__()
+        self.context = Contextualizer(
             vocabs=vocabs,
             encoder=encoder,
             use_words=use_words,
@@ -137,25 +142,26 @@ class TransitionParser(BiaffineScorer):
             lstm_hidden=lstm_hidden,
             lstm_layers=lstm_layers,
             dropout=dropout,
-            arc_hidden=arc_hidden,
-            rel_hidden=rel_hidden,
-            linearization=False,
-            distance=False,
-            aux_hidden=aux_hidden,
         )
+        width = self.context.width
+        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout)
         self.system = get_system(system)
         self.projective_only = projective_only
         self.stack_features = stack_features
         self.buffer_features = buffer_features
-        width = 2 * lstm_hidden
         # The state of a missing item (below the stack bottom, past the buffer end).
         self.empty = nn.Parameter(torch.randn(width) / width**0.5)
-        self.arc = nn.Sequential(
+        self.classifier = nn.Sequential(
             nn.Linear((stack_features + buffer_features) * width, arc_hidden),
             nn.ReLU(),
             nn.Dropout(dropout),
             nn.Linear(arc_hidden, len(self.system.kinds)),
         )
+
+    @property
+    def encoder(self) -> TransformerEncoder | None:
+        """The contextualiser's transformer (its own learning rate in ``ParserModule``)."""
+        return self.context.encoder
 
     def _features(self, x: torch.Tensor, items: list[list[int]], rows: list[int]) -> torch.Tensor:
         """Concatenated states of feature items.
@@ -183,7 +189,7 @@ class TransitionParser(BiaffineScorer):
         Raises:
             NonProjectiveError: a gold tree is non-projective and ``projective_only`` is False.
         """
-        x = self.contextualize(batch)  # [B, N, W]
+        x = self.context.contextualize(batch)  # [B, N, W]
         rel = self.rel(x)  # [B, N, N, R]
         gold = batch.heads.cpu().numpy()
         lengths = batch.lengths.tolist()
@@ -217,7 +223,7 @@ class TransitionParser(BiaffineScorer):
             features = self._features(x, items, rows)
         else:  # every sentence left out
             features = x.new_zeros(0, (self.stack_features + self.buffer_features) * x.shape[-1])
-        logits = self.arc(features)  # [T, K]
+        logits = self.classifier(features)  # [T, K]
         return TransitionScores(
             logits=logits,
             targets=torch.tensor(targets, dtype=torch.int64, device=device),
@@ -227,17 +233,18 @@ class TransitionParser(BiaffineScorer):
         )
 
     @torch.no_grad()
-    def predict(self, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Greedy trees: at each step the best allowed transition, then relations at the heads.
 
         Time: ``2 max n`` classifier calls on the unfinished sentences, O(n) Python per
         sentence, and the relation biaffine.
 
         Returns:
-            int64 ``[B, N]`` heads (0 at ROOT and padding) and relation ids, as
-            ``ParserModule.predict_trees``; every row is a projective single-root tree.
+            int64 ``[B, N]`` heads and relation ids on the batch's device, ``-1`` at ROOT and
+            padding, as :func:`bockparse.predict.predict_trees`; every row is a projective
+            single-root tree.
         """
-        x = self.contextualize(batch)  # [B, N, W]
+        x = self.context.contextualize(batch)  # [B, N, W]
         B, N, _ = x.shape
         system, kinds = self.system, self.system.kinds
         configs = [system.initial(n) for n in batch.lengths.tolist()]
@@ -245,16 +252,13 @@ class TransitionParser(BiaffineScorer):
         while active:
             items = [configs[b].features(self.stack_features, self.buffer_features) for b in active]
             valid = torch.tensor([system.valid(configs[b]) for b in active], device=x.device)
-            logits = self.arc(self._features(x, items, active))  # [A, K]
+            logits = self.classifier(self._features(x, items, active))  # [A, K]
             choice = logits.masked_fill(~valid, float("-inf")).argmax(dim=-1).tolist()
             for b, k in zip(active, choice, strict=True):
                 system.apply(configs[b], Transition(kinds[k]))
             active = [b for b in active if not system.terminal(configs[b])]
-        heads = np.zeros((B, N), dtype=np.int64)
+        heads = np.full((B, N), -1, dtype=np.int64)
         for b, c in enumerate(configs):
             heads[b, 1 : c.n + 1] = c.heads[1:]
-        rel = self.rel(x)  # [B, N, N, R]
-        index = torch.from_numpy(heads).to(x.device)
-        R = rel.shape[-1]
-        at_head = rel.gather(1, index[:, None, :, None].expand(-1, 1, -1, R)).squeeze(1)
-        return heads, at_head.argmax(dim=-1).cpu().numpy()
+        heads = torch.from_numpy(heads).to(x.device)
+        return heads, relations_at_heads(self.rel(x), heads)

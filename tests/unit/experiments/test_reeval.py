@@ -9,21 +9,22 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from bockparse.experiments.reeval import PAPER_PUNCT_EXCLUDED, exclusion_of, main
-from bockparse.metrics import evaluate_files
+from bockparse.experiments.reeval import PAPER_PUNCT_EXCLUDED, main
+from bockparse.metrics import evaluate_files, punct_exclusion
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "conllu" / "valid" / "basic.conllu"
 
 
 def test_exclusion_from_the_data_config():
-    assert (
-        exclusion_of(OmegaConf.create({"punct_field": "upos", "punct_tags": ["PUNCT"]})) == "upos"
-    )
-    assert exclusion_of(OmegaConf.create({"punct_field": "xpos", "punct_tags": ["PU"]})) == "ctb"
-    ptb = OmegaConf.create({"punct_field": "xpos", "punct_tags": ["``", "''", ":", ",", "."]})
-    assert exclusion_of(ptb) == "ptb"
-    with pytest.raises(ValueError, match="--exclude-punct"):
-        exclusion_of(OmegaConf.create({"punct_field": "xpos", "punct_tags": ["X"]}))
+    def of(data):
+        cfg = OmegaConf.create(data)
+        return punct_exclusion(cfg.punct_field, cfg.punct_tags)
+
+    assert of({"punct_field": "upos", "punct_tags": ["PUNCT"]}) == "upos"
+    assert of({"punct_field": "xpos", "punct_tags": ["PU"]}) == "ctb"
+    assert of({"punct_field": "xpos", "punct_tags": ["``", "''", ":", ",", "."]}) == "ptb"
+    with pytest.raises(ValueError, match="no punctuation exclusion matches xpos"):
+        of({"punct_field": "xpos", "punct_tags": ["X"]})
 
 
 def _run(root: Path, experiment: str, condition: str, seed: int, scores=None) -> Path:

@@ -2,45 +2,62 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
+import pytest
+import torch
 from omegaconf import OmegaConf
 
-from bockparse.data.conllu import read_conllu
+from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu, write_predictions
+from bockparse.decoders import registry
 from bockparse.experiments import substitute as sub
-from bockparse.experiments.loading import LoadedRun, ScoredSentence
+from bockparse.experiments.loading import LoadedRun
+from bockparse.model.outputs import ParserScores
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "conllu" / "valid" / "basic.conllu"
 
 
+def _dataset() -> ParserDataset:
+    two = read_conllu(FIXTURE, single_root=True, on_malformed="error")[:2]  # 4 words each
+    vocabs = Vocabs.build(two, min_word_freq=1)
+    return ParserDataset(two, vocabs, max_word_chars=4, punct_field="upos",
+                         punct_tags=["PUNCT"])  # fmt: skip
+
+
 class _Module:
-    relations = ("det", "nsubj", "root", "punct", "advmod")
+    def __init__(self, relations):
+        self.relations = list(relations)
 
 
-def _fake_run(tmp_path):
+def _fake_run(tmp_path, dataset):
     cfg = OmegaConf.create({"exclude_punct": None, "seed": 1,
                             "condition": {"name": "local-ce", "decoder": "cle"}})  # fmt: skip
-    return LoadedRun(tmp_path, cfg, datamodule=None, module=_Module())
+    return LoadedRun(tmp_path, cfg, datamodule=None, module=_Module(dataset.vocabs.rels.itos))
 
 
-def _sentences():
-    gold = read_conllu(FIXTURE, single_root=True, on_malformed="error")
-    s1 = gold[0]  # 4 words: The cat sat .
-    N = len(s1) + 1
+def _scored(dataset):
+    """Sentence 0: a non-projective best tree; sentence 1: random scores; relation id of
+    every arc = dependent % R."""
+    batch = Collator(dataset)([0, 1])
+    N = batch.mask.shape[1]
     # The best tree 0->1, 1->2, 1->3, 2->4 is non-projective (1->3 crosses 2->4).
     nonproj = np.full((N, N), -10.0, dtype=np.float32)
     for h, d in ((0, 1), (1, 2), (1, 3), (2, 4)):
         nonproj[h, d] = 0.0
-    rng = np.random.default_rng(3)
-    plain = rng.normal(size=(N, N)).astype(np.float32)
-    best_rel = np.tile(np.arange(N) % 5, (N, 1))  # relation id = dependent % 5
-    return [ScoredSentence(0, nonproj, best_rel, s1), ScoredSentence(1, plain, best_rel, s1)]
+    plain = np.random.default_rng(3).normal(size=(N, N)).astype(np.float32)
+    R = len(dataset.vocabs.rels)
+    rel = torch.zeros(2, N, N, R)
+    rel[:, :, torch.arange(N), torch.arange(N) % R] = 1.0
+    return batch, ParserScores(arc=torch.from_numpy(np.stack([nonproj, plain])), rel=rel)
 
 
 def test_pairs_and_scores(tmp_path, monkeypatch):
-    monkeypatch.setattr(sub, "scored_sentences", lambda run, stage: iter(_sentences()))
-    res = sub.compare(_fake_run(tmp_path), "val", ["cle", "bock", "bock-original", "eisner"])
+    dataset = _dataset()
+    monkeypatch.setattr(sub, "scored_batches", lambda run, stage: iter([_scored(dataset)]))
+    res = sub.compare(_fake_run(tmp_path, dataset), "val", ["cle", "bock", "bock-original",
+                                                             "eisner"])  # fmt: skip
     assert res["sentences"] == 2
     pairs = {(p["a"], p["b"]): p for p in res["pairs"]}
     for a, b in (("cle", "bock"), ("cle", "bock-original"), ("bock", "bock-original")):
@@ -55,3 +72,40 @@ def test_pairs_and_scores(tmp_path, monkeypatch):
     text = sub.to_markdown({"run": "r", "condition": "local-ce", "seed": 1,
                             "stages": {"val": res}})  # fmt: skip
     assert "| cle vs bock | 2 (100.00 %) | 2 (100.00 %) | 2 (100.00 %) | 0 |" in text
+
+
+def test_the_runs_decoder_reproduces_its_saved_predictions(tmp_path, monkeypatch):
+    dataset = _dataset()
+    batch, scores = _scored(dataset)
+    monkeypatch.setattr(sub, "scored_batches", lambda run, stage: iter([(batch, scores)]))
+    from bockparse.predict import predict_trees
+
+    heads, rels = predict_trees(scores, batch.lengths, "cle")
+    (tmp_path / "predictions").mkdir()
+    write_predictions(tmp_path / "predictions" / "val.conllu", dataset, heads, rels)
+    res = sub.compare(_fake_run(tmp_path, dataset), "val", ["cle", "eisner"])
+    assert res["reproduced"]["identical"] == 2 and res["reproduced"]["sentences"] == 2
+    rels[1, 1] = (rels[1, 1] + 1) % len(dataset.vocabs.rels)  # one label changed: one differs
+    write_predictions(tmp_path / "predictions" / "val.conllu", dataset, heads, rels)
+    res = sub.compare(_fake_run(tmp_path, dataset), "val", ["cle"])
+    assert res["reproduced"]["identical"] == 1
+
+
+def test_default_decoders_add_stanza_cle_when_registered(monkeypatch, caplog):
+    try:
+        registry.get_decoder("stanza-cle")
+        registered = True
+    except ValueError:
+        registered = False
+    if registered:
+        assert sub.default_decoders() == [*sub.DECODERS, "stanza-cle"]
+        real = registry._REGISTRY["stanza-cle"]
+        monkeypatch.delitem(registry._REGISTRY, "stanza-cle")
+    with caplog.at_level(logging.WARNING, logger="bockparse.substitute"):
+        assert sub.default_decoders() == list(sub.DECODERS)
+    assert "stanza-cle left out of the comparison: unknown decoder 'stanza-cle'" in caplog.text
+    monkeypatch.setitem(registry._REGISTRY, "stanza-cle", real if registered else
+                        registry.get_decoder("cle"))  # fmt: skip
+    assert sub.default_decoders() == [*sub.DECODERS, "stanza-cle"]
+    with pytest.raises(ValueError, match="unknown decoder"):
+        sub.compare(None, "val", ["no-such-decoder"])

@@ -107,7 +107,8 @@ def test_hinge_gradient_is_the_indicator_difference():
     assert (per > 0).all()
     per.sum().backward()
     N = logp.shape[1]
-    onehot = lambda h: torch.nn.functional.one_hot(h, N).transpose(1, 2).double()  # noqa: E731
+    assert (predicted[~batch.mask] == -1).all()  # the padded convention of Batch.heads
+    onehot = lambda h: torch.nn.functional.one_hot(h.clamp(min=0), N).transpose(1, 2).double()  # noqa: E731
     expected = (onehot(predicted) - onehot(batch.heads)) * batch.mask[:, None, :]
     assert torch.equal(logp.grad, expected)
 

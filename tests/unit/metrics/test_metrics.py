@@ -9,14 +9,18 @@ import numpy as np
 import pytest
 import torch
 
-from bockparse.data import read_conllu
+from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
 from bockparse.data.conllu import DataError
+from bockparse.data.vocab import base_relation, base_relation_ids
 from bockparse.metrics import (
     AttachmentScores,
+    attachment_counts,
+    batch_counts,
+    check_punct_exclusion,
     evaluate_files,
+    is_punct,
     main,
     rates,
-    scored_words,
     sentence_counts,
 )
 
@@ -75,14 +79,30 @@ def test_hand_computed_counts():
     n = len(sentence)
     heads = list(sentence.heads)
     rels = list(sentence.rels)
-    everything = np.ones(n, dtype=bool)
-    assert sentence_counts(sentence, heads, rels, everything).tolist() == [n, n, n, 1, 1]
+    assert sentence_counts([sentence], [heads], [rels], None).tolist() == [n, n, n, 1, 1]
     heads[0] = (heads[0] + 1) % (n + 1)
     rels[1] = "xcomp" if rels[1] != "xcomp" else "ccomp"
-    assert sentence_counts(sentence, heads, rels, everything).tolist() == [n, n - 1, n - 2, 1, 0]
-    only_first = np.zeros(n, dtype=bool)
-    only_first[1] = True
-    assert sentence_counts(sentence, heads, rels, only_first).tolist() == [1, 1, 0, 1, 0]
+    assert sentence_counts([sentence], [heads], [rels], None).tolist() == [n, n - 1, n - 2, 1, 0]
+
+
+def test_attachment_counts_by_hand():
+    # Two sentences, padded to N = 4: 3 words, then 2 words; ROOT at 0 and padding never count.
+    gold_heads = torch.tensor([[-1, 2, 0, 2], [-1, 0, 1, -1]])
+    gold_rels = torch.tensor([[-1, 0, 1, 2], [-1, 1, 3, -1]])
+    mask = torch.tensor([[False, True, True, True], [False, True, True, False]])
+    heads = torch.tensor([[5, 2, 0, 1], [7, 0, 1, 9]])  # one wrong head (word 3 of sentence 0)
+    rels = torch.tensor([[5, 0, 2, 2], [5, 1, 3, 5]])  # one wrong label (word 2 of sentence 0)
+    counts = attachment_counts(heads, rels, gold_heads, gold_rels, mask)
+    assert counts.tolist() == [5, 4, 3, 2, 1]
+    punct = torch.tensor([[False, False, True, True], [False, False, False, False]])
+    # words 2 and 3 of sentence 0 left out: both sentences are complete
+    assert attachment_counts(heads, rels, gold_heads, gold_rels, mask, punct).tolist() == [
+        3, 3, 3, 2, 2
+    ]  # fmt: skip
+    everything = mask.clone()
+    assert attachment_counts(heads, rels, gold_heads, gold_rels, mask, everything).tolist() == [
+        0, 0, 0, 2, 2
+    ]  # fmt: skip
 
 
 def test_base_relations_and_punctuation():
@@ -90,11 +110,71 @@ def test_base_relations_and_punctuation():
     s = next(s for s in sentences if any(":" in r for r in s.rels) and "PUNCT" in s.upos)
     rels = [r.split(":")[0] for r in s.rels]  # subtypes dropped: LAS unchanged
     n = len(s)
-    assert sentence_counts(s, s.heads, rels, scored_words(s, None)).tolist() == [n, n, n, 1, 1]
-    scored = scored_words(s, "upos")
-    assert scored.sum() == sum(u != "PUNCT" for u in s.upos)
+    assert sentence_counts([s], [s.heads], [rels], None).tolist() == [n, n, n, 1, 1]
+    punct = is_punct(s, "upos")
+    assert punct.sum() == sum(u == "PUNCT" for u in s.upos) > 0
+    heads = [h if not p else (h % n) + 1 for h, p in zip(s.heads, punct, strict=True)]
+    heads = [h if h != d else 0 for d, h in enumerate(heads, 1)]
+    k = int(punct.sum())
+    assert sentence_counts([s], [heads], [rels], None)[:3].tolist() == [n, n - k, n - k]
+    assert sentence_counts([s], [heads], [rels], "upos").tolist() == [n - k, n - k, n - k, 1, 1]
     with pytest.raises(ValueError, match="unknown punctuation exclusion"):
-        scored_words(s, "commas")
+        is_punct(s, "commas")
+    with pytest.raises(ValueError, match="unknown punctuation exclusion"):
+        sentence_counts([], [], [], "commas")
+
+
+def test_punctuation_exclusion_must_be_the_datas():
+    check_punct_exclusion(None, "xpos", ["X"])
+    check_punct_exclusion("upos", "upos", ["PUNCT"])
+    check_punct_exclusion("ptb", "xpos", [".", ",", ":", "''", "``"])
+    with pytest.raises(
+        ValueError, match="exclude_punct=ctb but the data marks punctuation as upos"
+    ):
+        check_punct_exclusion("ctb", "upos", ["PUNCT"])
+    with pytest.raises(ValueError, match="no punctuation exclusion matches"):
+        check_punct_exclusion("upos", "upos", ["PUNCT", "SYM"])
+
+
+@pytest.mark.parametrize("exclude", [None, "upos"])
+def test_batch_counts_equal_the_file_counts(tmp_path, exclude):
+    """Counting from batch tensors gives the CoNLL 2018 counts of the same trees, also for
+    relations whose subtype (``compound:prt``) or whole label never occurs in training."""
+    gold = read_conllu(SAMPLE, single_root=True, on_malformed="error")
+    train = [s for s in gold[:150] if not any(r in ("compound:prt", "iobj") for r in s.rels)]
+    vocabs = Vocabs.build(train, min_word_freq=1)
+    dataset = ParserDataset(gold, vocabs, max_word_chars=4, punct_field="upos",
+                            punct_tags=["PUNCT"])  # fmt: skip
+    unseen = [r for s in gold for r in s.rels if r not in vocabs.rels.stoi]
+    assert "compound:prt" in unseen and "iobj" in unseen
+    pred_path = tmp_path / "pred.conllu"
+    perturb(SAMPLE, pred_path, 5)
+    pred = read_conllu(pred_path, single_root=False, on_malformed="error")
+    itos = vocabs.rels.itos
+    # predicted labels are training relations: an unseen one becomes a label of the same base
+    # (``compound:prt`` -> ``compound``, right by LAS) or, with none, the first label (wrong)
+    same_base = {base_relation(r): r for r in reversed(itos)}
+    labels = [
+        [r if r in vocabs.rels.stoi else same_base.get(base_relation(r), itos[0]) for r in p.rels]
+        for p in pred
+    ]
+    base_of = torch.tensor(base_relation_ids(itos)[1])
+    collate = Collator(dataset)
+    total = torch.zeros(5, dtype=torch.long)
+    for start in range(0, len(gold), 64):
+        ids = list(range(start, min(start + 64, len(gold))))
+        batch = collate(ids)
+        heads = torch.full(batch.heads.shape, -1)
+        rels = torch.full(batch.heads.shape, -1)
+        for b, i in enumerate(ids):
+            n = len(gold[i])
+            heads[b, 1 : n + 1] = torch.tensor(pred[i].heads)
+            rels[b, 1 : n + 1] = torch.tensor(vocabs.rels.lookup(labels[i]))
+        total += batch_counts(heads, rels, batch, base_of, exclude is not None)
+    expected = sentence_counts(gold, [p.heads for p in pred], labels, exclude)
+    assert total.tolist() == expected.tolist()
+    assert total[1] > total[2] > 0  # some labels wrong, some right
+    assert dataset.base_rels[dataset.rels == -1].max() >= 0  # an unseen label of a seen base
 
 
 def test_metric_sums_counts_and_resets():

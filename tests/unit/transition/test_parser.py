@@ -22,13 +22,8 @@ from bockparse.transition import (
 SYSTEMS = ("arc-standard", "arc-eager")
 
 
-def tree_rows(heads: np.ndarray, lengths) -> list[np.ndarray]:
-    rows = []
-    for b, n in enumerate(lengths):
-        h = heads[b, : n + 1].copy()
-        h[0] = -1
-        rows.append(h)
-    return rows
+def tree_rows(heads: torch.Tensor, lengths) -> list[np.ndarray]:
+    return [heads[b, : n + 1].numpy() for b, n in enumerate(lengths)]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +69,7 @@ def test_predict_only_takes_allowed_transitions_and_builds_single_root_trees(
     parser = make_parser(system)
     if favour is not None:
         with torch.no_grad():  # the classifier wants one type everywhere, allowed or not
-            parser.arc[-1].bias[favour] = 1e4
+            parser.classifier[-1].bias[favour] = 1e4
     taken = []
     apply = parser.system.apply
 
@@ -88,11 +83,12 @@ def test_predict_only_takes_allowed_transitions_and_builds_single_root_trees(
     heads, rels = parser.predict(batch)
     lengths = batch.lengths.tolist()
     assert len(taken) == 2 * sum(lengths)
-    assert heads.dtype == np.int64 and heads.shape == tuple(batch.mask.shape)
+    assert heads.dtype == torch.int64 and heads.shape == batch.mask.shape
     for h in tree_rows(heads, lengths):
         assert is_tree(h, single_root=True) and is_projective(h)
-    assert (heads[~batch.mask.numpy()] == 0).all()
+    assert (heads[~batch.mask] == -1).all() and (rels[~batch.mask] == -1).all()
     assert rels.shape == heads.shape and rels.max() < len(parser.rel.weight)
+    assert (rels[batch.mask] >= 0).all()
 
 
 def test_relations_are_the_best_at_the_predicted_heads(make_parser, collate):
@@ -100,7 +96,7 @@ def test_relations_are_the_best_at_the_predicted_heads(make_parser, collate):
     batch = collate(list(range(5)))
     heads, rels = parser.predict(batch)
     with torch.no_grad():
-        rel = parser.rel(parser.contextualize(batch))  # [B, N, N, R]
+        rel = parser.rel(parser.context.contextualize(batch))  # [B, N, N, R]
     for b, n in enumerate(batch.lengths.tolist()):
         for d in range(1, n + 1):
             assert rels[b, d] == int(rel[b, heads[b, d], d].argmax())
@@ -148,9 +144,8 @@ def test_training_on_the_oracle_reproduces_the_gold_trees(make_parser, collate, 
         out.loss.backward()
         optimizer.step()
     heads, rels = parser.eval().predict(batch)
-    mask = batch.mask.numpy()
-    assert (heads[mask] == batch.heads.numpy()[mask]).all()
-    assert (rels[mask] == batch.rels.numpy()[mask]).all()
+    assert torch.equal(heads, batch.heads)
+    assert (rels[batch.mask] == batch.rels[batch.mask]).all()
 
 
 def test_settings_that_have_no_meaning_for_transitions_are_refused(make_parser):
@@ -165,7 +160,7 @@ def test_settings_that_have_no_meaning_for_transitions_are_refused(make_parser):
 @pytest.mark.parametrize(("stack", "buffer"), [(3, 1), (2, 2), (1, 0)])
 def test_feature_items_set_the_classifier_input(make_parser, collate, stack, buffer):
     parser = make_parser("arc-eager", stack_features=stack, buffer_features=buffer)
-    assert parser.arc[0].in_features == (stack + buffer) * 2 * 12
+    assert parser.classifier[0].in_features == (stack + buffer) * 2 * 12
     batch = collate([0, 1])
     heads, _ = parser.predict(batch)
     assert all(is_tree(h, single_root=True) for h in tree_rows(heads, batch.lengths.tolist()))
@@ -191,3 +186,13 @@ def test_pinning_the_model_keeps_the_transition_head():
         cfg = compose("train", overrides=overrides)
     assert cfg.model._target_ == "bockparse.transition.TransitionParser"
     assert cfg.model.lstm_hidden == 7 and cfg.model.system == "arc-eager"
+
+
+def test_parser_is_the_graph_contextualiser_plus_a_classifier(make_parser):
+    from bockparse.model.scorer import BiaffineScorer, Contextualizer
+
+    parser = make_parser("arc-standard")
+    assert isinstance(parser.context, Contextualizer) and not isinstance(parser, BiaffineScorer)
+    assert parser.encoder is parser.context.encoder is None
+    tops = {name.split(".")[0] for name, _ in parser.named_parameters()}
+    assert tops == {"context", "rel", "empty", "classifier"}  # no unused arc biaffine
