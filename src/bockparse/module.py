@@ -19,6 +19,7 @@ import lightning.pytorch as pl
 import torch
 from torch import nn
 
+from . import predict as prediction
 from .data.batch import Batch
 from .data.vocab import base_relation_ids
 from .decoders import get_decoder
@@ -31,7 +32,6 @@ from .metrics import (
     metric_key,
 )
 from .model.outputs import ParserScores
-from .predict import predict_trees
 
 STAGES = ("val", "test")
 
@@ -185,7 +185,7 @@ class ParserModule(pl.LightningModule):
         else:
             scores = self.scorer(batch)
             start = time.perf_counter()
-            heads, rels = predict_trees(scores, batch.lengths, self.decoder)
+            heads, rels = prediction.predict_trees(scores, batch.lengths, self.decoder)
         self.decode_seconds += time.perf_counter() - start
         return heads, rels
 
@@ -204,8 +204,9 @@ class ParserModule(pl.LightningModule):
 
     def _check_punct(self) -> None:
         """A punctuation exclusion must be the one the data marks in ``Batch.punct``."""
-        dm = self.trainer.datamodule
-        check_punct_exclusion(self.exclude_punct, dm.punct_field, dm.punct_tags)
+        if self.exclude_punct is not None:
+            dm = self.trainer.datamodule
+            check_punct_exclusion(self.exclude_punct, dm.punct_field, dm.punct_tags)
 
     def _log_scores(self, stage: str) -> None:
         scores = self.metrics[stage].compute()

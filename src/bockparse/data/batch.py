@@ -34,7 +34,7 @@ class Batch:
         mask: bool ``[B, N]``, True on words: False at ROOT and padding.
         punct: bool ``[B, N]``, True on gold punctuation words (the data's ``punct_field`` and
             ``punct_tags``): the one mask of punctuation-excluded scores
-            (``bockparse.metrics.scored_mask``).
+            (``bockparse.metrics.batch_counts``).
         lengths: int64 ``[B]`` words per sentence (ROOT excluded).
         sentence_ids: int64 ``[B]`` index of each sentence in its dataset (file order).
         subwords: transformer input, or ``None`` when the data module has no tokenizer.
