@@ -34,7 +34,10 @@ from .schedule import StanzaSchedule, save_atomic
 
 log = logging.getLogger("bockparse.train")
 
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")  # the repository's conf/ tree
+# The Hydra tree: package data in an installed wheel (setup.py ships conf/ as bockparse/conf),
+# the repository's top-level conf/ in a checkout (editable install or PYTHONPATH=src).
+_PACKAGED_CONF = Path(__file__).resolve().parent / "conf"
+CONF_DIR = str(_PACKAGED_CONF if _PACKAGED_CONF.is_dir() else _PACKAGED_CONF.parents[2] / "conf")
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
