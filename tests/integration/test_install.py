@@ -87,7 +87,8 @@ def test_every_console_script_answers_help(script, monkeypatch, capsys):
     finally:
         GlobalHydra.instance().clear()  # bockparse-train's help leaves Hydra initialised
     assert exit_.value.code == 0
-    assert "usage:" in capsys.readouterr().out.replace("powered by Hydra", "usage:")
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: {script} ") or "powered by Hydra" in out
 
 
 def test_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
@@ -180,7 +181,7 @@ def test_wheel_light_install_and_smoke_training_from_another_folder(tmp_path):
         ).stdout.strip()
     ).resolve()  # fmt: skip
     light = light_closure(metadata)
-    assert light == {"numpy", "numba", "llvmlite", "conllu"}
+    assert {"numpy", "numba", "conllu"} <= light and "torch" not in light
     link_distributions(light, tmp_path / "light-site")
     (site / "deps.pth").write_text(f"{tmp_path / 'light-site'}\n")
 
