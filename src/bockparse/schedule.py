@@ -88,7 +88,6 @@ class WarmupPlateau:
         self.best = -math.inf
         self.bad_steps = 0
         self.multiplier = 1.0
-        self.plateau_started = False
 
     @property
     def phase(self) -> str:
@@ -127,8 +126,6 @@ class WarmupPlateau:
         )
         if self.phase != "plateau":
             return unfrozen, False
-        if not self.plateau_started:
-            self.best, self.bad_steps, self.plateau_started = -math.inf, 0, True
         if score > self.best * (1.0 + self.threshold):
             self.best, self.bad_steps = score, 0
         else:
@@ -140,7 +137,7 @@ class WarmupPlateau:
         return unfrozen, False
 
     def state_dict(self) -> dict[str, Any]:
-        keys = ("steps", "warmed", "best", "bad_steps", "multiplier", "plateau_started")
+        keys = ("steps", "warmed", "best", "bad_steps", "multiplier")
         return {k: getattr(self, k) for k in keys}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -340,6 +337,7 @@ class ScheduleCallback(pl.Callback):
         self.evaluations_since_last = 0
         self.last_written = time.monotonic()
         self.bytes_written = {"best": 0, "last": 0}
+        self.writes = {"best": 0, "last": 0}
         self.write_seconds = 0.0
         self.evaluations = 0
         self.last_step = -1
@@ -372,6 +370,7 @@ class ScheduleCallback(pl.Callback):
             os.replace(link, self.best_of_last_path)
         self.write_seconds += time.perf_counter() - start
         self.bytes_written[kind] += size
+        self.writes[kind] += 1
         if kind == "last":
             self.evaluations_since_last, self.last_written = 0, time.monotonic()
             self.last_step = trainer.global_step

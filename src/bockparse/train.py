@@ -142,9 +142,10 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         schedule.best_step = trainer.global_step
     best_step = schedule.best_step
     written = callback.bytes_written
-    log.info("checkpoints: best.ckpt %.1f MB and last.ckpt %.1f MB written over %d evaluations "
-             "in %.1f s (%.1f %% of training)", written["best"] / 1e6, written["last"] / 1e6,
-             callback.evaluations, callback.write_seconds,
+    writes = callback.writes
+    log.info("checkpoints: best.ckpt %d× (%.1f MB), last.ckpt %d× (%.1f MB) over %d evaluations, "
+             "%.1f s (%.1f %% of training)", writes["best"], written["best"] / 1e6, writes["last"],
+             written["last"] / 1e6, callback.evaluations, callback.write_seconds,
              100 * callback.write_seconds / max(train_seconds, 1e-9))  # fmt: skip
     log.info("evaluating best.ckpt (update %d) on dev and test", best_step)
     result: dict[str, Any] = {}
