@@ -125,6 +125,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     trainer: pl.Trainer = instantiate(
         cfg.trainer, logger=loggers or False, callbacks=[callback], default_root_dir=str(run_dir)
     )
+    # Lightning evaluates under torch.no_grad inside fit (inference_mode=False for the fit's
+    # validation loop); dev evaluations here only decode and count, so inference mode is safe.
+    trainer.fit_loop.epoch_loop.val_loop.inference_mode = cfg.trainer.inference_mode
     resume = callback.last_path if cfg.resume and callback.last_path.exists() else None
     if cfg.resume and resume is None:
         log.warning("resume=true but %s does not exist: starting afresh", callback.last_path)

@@ -47,10 +47,34 @@ def test_every_experiment_composes(experiment):
     instantiate(cfg.condition.loss)
 
 
-def test_short_run_writes_every_output(tmp_path, monkeypatch):
+def test_short_run_writes_every_output(tmp_path, monkeypatch, caplog):
+    import logging
+
+    import torch
+
+    from bockparse.module import ParserModule
+
     monkeypatch.chdir(REPO)  # the sample's path is relative to the repository
+    modes: list[bool] = []
+    validation_step = ParserModule.validation_step
+
+    def recording(self, batch, batch_idx):
+        modes.append(torch.is_inference_mode_enabled())
+        return validation_step(self, batch, batch_idx)
+
+    monkeypatch.setattr(ParserModule, "validation_step", recording)
     cfg = composed("experiment=smoke", "condition=local-ce")
-    result = run(cfg, tmp_path)
+    with caplog.at_level(logging.INFO, logger="bockparse"):
+        result = run(cfg, tmp_path)
+    assert modes and all(modes)  # every evaluation under torch.inference_mode
+    best = torch.load(tmp_path / "checkpoints/best.ckpt", weights_only=False)
+    assert "optimizer_states" not in best  # weights only
+    assert "optimizer_states" in torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=False)
+    progress = caplog.text  # what train.log receives through Hydra's job logging
+    for line in ("experiment smoke, seed 1111", "update 3: dev LAS", "update 6: dev LAS",
+                 "training ended at update 6", "max_steps=6 reached", "checkpoints: best.ckpt",
+                 f"predictions in {tmp_path}", f"metrics in {tmp_path}"):  # fmt: skip
+        assert line in progress, line
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics == result
     for key in ("val/uas", "val/las", "val/lcm", "test/uas", "test/las", "test/lcm"):
