@@ -305,6 +305,18 @@ def save_atomic(trainer: pl.Trainer, path: Path, *, weights_only: bool) -> int:
     return size
 
 
+def link_atomic(source: Path, path: Path) -> None:
+    """Make ``path`` a hard link to ``source`` (a copy where the file system has no hard
+    links), replacing ``path`` atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, path)
+
+
 class ScheduleCallback(pl.Callback):
     """Feeds each evaluation's dev LAS to the module's :class:`StanzaSchedule` and carries out
     its decisions: ``best.ckpt`` (weights only) on improvement, the reload of the best model at
@@ -361,13 +373,7 @@ class ScheduleCallback(pl.Callback):
         path = self.best_path if kind == "best" else self.last_path
         size = save_atomic(trainer, path, weights_only=kind == "best")
         if kind == "last" and trainer.is_global_zero and self.best_path.exists():
-            link = self.best_of_last_path.with_name(self.best_of_last_path.name + ".tmp")
-            link.unlink(missing_ok=True)
-            try:
-                os.link(self.best_path, link)
-            except OSError:  # a file system without hard links: copy
-                shutil.copyfile(self.best_path, link)
-            os.replace(link, self.best_of_last_path)
+            link_atomic(self.best_path, self.best_of_last_path)
         self.write_seconds += time.perf_counter() - start
         self.bytes_written[kind] += size
         self.writes[kind] += 1
@@ -378,7 +384,10 @@ class ScheduleCallback(pl.Callback):
 
     def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         self.last_written = time.monotonic()
-        if trainer.ckpt_path is None or not self.best_of_last_path.exists():
+        if trainer.ckpt_path is None:
+            return
+        self.last_step = trainer.global_step  # what last.ckpt holds: not written again at the end
+        if not self.best_of_last_path.exists():
             return
         # Resumed: a best.ckpt written after last.ckpt belongs to the lost updates.
         step = torch.load(self.best_path, map_location="cpu", weights_only=False)["global_step"]
@@ -386,7 +395,7 @@ class ScheduleCallback(pl.Callback):
             log.info("best.ckpt (update %d) is newer than last.ckpt: restoring the best model "
                      "of update %d", step, module.schedule.best_step)  # fmt: skip
             os.replace(self.best_of_last_path, self.best_path)
-            os.link(self.best_path, self.best_of_last_path)
+            link_atomic(self.best_path, self.best_of_last_path)
         trainer.strategy.barrier()
 
     def on_train_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
