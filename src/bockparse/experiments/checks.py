@@ -1,8 +1,10 @@
-"""Checks run by Hydra before any training job starts (``hydra.callbacks`` of an experiment).
+"""Checks run by Hydra before any training job starts (``hydra.callbacks`` in ``conf/train.yaml``).
 
-The Table 1 experiments on licensed treebanks (``table1-ptb``, ``table1-ctb``) cannot ship their
-data: the files are required settings (``???``), and :class:`RequireData` stops the run or the
-whole sweep at start, before a single model is built, naming every missing setting or file.
+Most treebanks are not shipped: the licensed ones (``data=ptb``, ``ctb``) have their files as
+required settings (``???``), and the full UD ones (``data=ud-english-ewt``, ``ud-chinese-gsd``)
+live under the folder named by the environment variable :data:`DATA_ENV`. :class:`RequireData`
+stops the run or the whole sweep at start, before a single model is built, naming every missing
+setting or file and how to give it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 
 SPLITS = ("train", "val", "test")
+DATA_ENV = "BOCKPARSE_DATA"  # the folder holding the UD treebank folders (conf/data/ud-*.yaml)
 
 
 def data_problems(data: DictConfig, skip: Iterable[str] = ()) -> list[str]:
@@ -35,7 +39,14 @@ def data_problems(data: DictConfig, skip: Iterable[str] = ()) -> list[str]:
     """
     problems: list[str] = []
     skip = set(skip)
-    root = None if OmegaConf.is_missing(data, "root") else data.get("root")
+    try:
+        root = None if OmegaConf.is_missing(data, "root") else data.get("root")
+    except InterpolationResolutionError as err:  # the environment variable is not set
+        return [
+            f"data.root cannot be resolved ({str(err).splitlines()[0]}); export {DATA_ENV}=DIR "
+            "(the folder holding the treebank folders, e.g. ud-english-ewt/) or give "
+            "data.root=DIR (the treebank's own folder)"
+        ]
     base = Path(to_absolute_path(root if root is not None else "."))
     for split in SPLITS:
         if split in skip:

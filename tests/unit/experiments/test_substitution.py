@@ -19,8 +19,7 @@ class _Module:
 
 
 def _fake_run(tmp_path):
-    cfg = OmegaConf.create({"exclude_punct": None, "seed": 1,
-                            "condition": {"name": "local-ce", "decoder": "cle"}})  # fmt: skip
+    cfg = OmegaConf.create({"exclude_punct": None, "seed": 1, "name": "local-ce", "decoder": "cle"})
     return LoadedRun(tmp_path, cfg, datamodule=None, module=_Module())
 
 
