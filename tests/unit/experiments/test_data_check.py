@@ -67,10 +67,12 @@ def test_ud_treebanks_live_under_the_data_folder(data, folder, train, tmp_path, 
     [problem] = data_problems(cfg.data)
     assert problem.startswith("data.root cannot be resolved") and DATA_ENV in problem
     assert f"export {DATA_ENV}=DIR" in problem and "data.root=DIR" in problem
-    with pytest.raises(SystemExit) as stop:
-        RequireData().on_run_start(cfg)
-    assert f"export {DATA_ENV}=DIR" in str(stop.value.code)
+    for check in (RequireData().on_run_start, RequireData().on_job_start):
+        with pytest.raises(SystemExit) as stop:
+            check(cfg)
+        assert f"export {DATA_ENV}=DIR" in str(stop.value.code)
     monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    RequireData().on_job_start(cfg)  # the root resolves; the files are the run's check
     assert cfg.data.root == str(tmp_path / folder)
     assert data_problems(cfg.data)[0] == f"data.train: {tmp_path / folder / train} does not exist"
     (tmp_path / folder).mkdir()
