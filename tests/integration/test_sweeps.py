@@ -84,12 +84,13 @@ def test_ablation_names_loss_and_decoder(experiment, loss, decoder, name):
     [(["loss=hinge", "decoder=eisner"], "hinge-eisner"), (["loss=crf"], "crf-bock"),
      (["loss=transition"], "arc-standard"), (["condition=crf"], "crf"),
      (["condition=local-ce"], "local-ce"), (["condition=hinge-cle"], "hinge-cle"),
-     (["condition=arc-eager"], "arc-eager")],
+     (["condition=arc-eager"], "arc-eager"),
+     (["experiment=table1-ud-gsd", "~condition", "loss=crf", "decoder=tarjan"], "crf-tarjan")],
 )  # fmt: skip
 def test_runs_are_named_by_loss_and_decoder_or_their_condition(overrides, name):
     cfg = composed(*overrides)
     assert cfg.name == name
-    assert cfg.hydra.run.dir == f"outputs/default/{name}/seed1111"
+    assert cfg.hydra.run.dir == f"outputs/{cfg.experiment_name}/{name}/seed1111"
 
 
 @pytest.mark.parametrize(
