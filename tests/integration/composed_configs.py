@@ -8,7 +8,7 @@ config-group refactor and flattens it now.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,28 +46,39 @@ def environment(env: Mapping[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def flat_config(overrides: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The resolved config of ``bockparse-train OVERRIDES`` (missing values stay ``"???"``),
-    with the :data:`HYDRA_KEYS` of ``hydra`` under ``hydra.``, flattened."""
-    with environment(env or {}):
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = compose("train", overrides=list(overrides), return_hydra_config=True)
-        flat: dict[str, Any] = {}
-        for key in cfg:
-            if key != "hydra":
-                node = cfg[key]
+def flat_configs(
+    overrides: Iterable[Sequence[str]], env: Mapping[str, str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """For each override list, the resolved config of ``bockparse-train OVERRIDES`` (missing
+    values stay ``"???"``), with the :data:`HYDRA_KEYS` of ``hydra`` under ``hydra.``,
+    flattened; ``env`` is set while they are resolved."""
+    with environment(env or {}), initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        for items in overrides:
+            cfg = compose("train", overrides=list(items), return_hydra_config=True)
+            flat: dict[str, Any] = {}
+            for key in cfg:
+                if key != "hydra":
+                    node = cfg[key]
+                    value = (
+                        OmegaConf.to_container(node, resolve=True, throw_on_missing=False)
+                        if OmegaConf.is_config(node)
+                        else node
+                    )
+                    flat.update(flatten(value, f"{key}."))
+            for key in HYDRA_KEYS:
+                node = OmegaConf.select(cfg, f"hydra.{key}")
                 value = (
-                    OmegaConf.to_container(node, resolve=True, throw_on_missing=False)
+                    OmegaConf.to_container(node, resolve=True)
                     if OmegaConf.is_config(node)
                     else node
                 )
-                flat.update(flatten(value, f"{key}."))
-        for key in HYDRA_KEYS:
-            node = OmegaConf.select(cfg, f"hydra.{key}")
-            value = (
-                OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
-            )
-            if key == "mode":
-                value = None if value is None else str(value)
-            flat.update(flatten(value, f"hydra.{key}."))
-        return flat
+                if key == "mode":
+                    value = None if value is None else str(value)
+                flat.update(flatten(value, f"hydra.{key}."))
+            yield flat
+
+
+def flat_config(overrides: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """:func:`flat_configs` of one override list."""
+    [flat] = flat_configs([overrides], env)
+    return flat
