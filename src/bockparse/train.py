@@ -88,8 +88,8 @@ def build(cfg: DictConfig, run_dir: Path) -> tuple[pl.LightningDataModule, Parse
     scorer = instantiate(cfg.model)(vocabs=datamodule.vocabs, encoder=encoder)
     module = ParserModule(
         scorer=scorer,
-        loss=instantiate(cfg.condition.loss),
-        decoder=cfg.condition.decoder,
+        loss=instantiate(cfg.loss),
+        decoder=cfg.decoder,
         relations=datamodule.vocabs.rels.itos,
         stage1=instantiate(cfg.optim.stage1),
         stage2=instantiate(cfg.optim.stage2),
@@ -166,9 +166,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         best_step=best_step,
         seed=cfg.seed,
         experiment=cfg.experiment_name,
-        condition=cfg.condition.name,
-        decoder=cfg.condition.decoder,
-        loss=cfg.condition.loss._target_.rsplit(".", 1)[-1],
+        condition=cfg.name,
+        decoder=cfg.decoder,
+        loss=cfg.loss._target_.rsplit(".", 1)[-1],
         train_seconds=round(train_seconds, 3),
         decode_seconds=round(module.decode_seconds, 3),
     )

@@ -26,15 +26,15 @@ def composed(*overrides: str):
 @pytest.mark.parametrize("condition", CONDITIONS)
 def test_every_condition_composes_and_instantiates(condition):
     cfg = composed(f"condition={condition}")
-    assert cfg.condition.name == condition
-    if cfg.condition.decoder is None:  # a parser that decodes itself (bockparse.transition)
+    assert cfg.name == condition
+    if cfg.decoder is None:  # a parser that decodes itself (bockparse.transition)
         assert callable(getattr(get_class(cfg.model._target_), "predict", None))
     else:
-        assert cfg.condition.decoder in METHODS
-    loss = instantiate(cfg.condition.loss)
+        assert cfg.decoder in METHODS
+    loss = instantiate(cfg.loss)
     assert callable(loss)
     if hasattr(loss, "decoder"):
-        assert loss.decoder == cfg.condition.decoder
+        assert loss.decoder == cfg.decoder
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -44,7 +44,7 @@ def test_every_experiment_composes(experiment):
     instantiate(cfg.optim.stage1)
     instantiate(cfg.optim.stage2)
     instantiate(cfg.optim.schedule)
-    instantiate(cfg.condition.loss)
+    instantiate(cfg.loss)
 
 
 def test_short_run_writes_every_output(tmp_path, monkeypatch, caplog):

@@ -32,6 +32,8 @@ def test_the_shipped_encoder_configs():
 @pytest.mark.parametrize("name", ENCODERS)
 def test_every_encoder_config_gives_what_data_and_model_read(name, encoder_config):
     cfg = encoder_config(name)
+    if OmegaConf.is_missing(cfg, "name_or_path"):  # a base (transformer, pretrained): give it
+        cfg = encoder_config(name, "encoder.name_or_path=minilm")
     assert {"name_or_path", "max_length", "lr_scale", "tokenizer", "model"} <= set(cfg)
     if name == "none":
         assert instantiate(cfg.model) is None and instantiate(cfg.tokenizer) is None
