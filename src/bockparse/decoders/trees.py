@@ -142,6 +142,20 @@ def as_float_array(scores) -> np.ndarray:
     return a
 
 
+def work_matrix(scores) -> np.ndarray:
+    """The float64 work matrix of :func:`load_scores` for a square array or tensor.
+
+    Raises:
+        ValueError: not a square non-empty matrix, a NaN cell, or a ``+inf`` admissible cell.
+    """
+    S = as_float_array(scores)
+    check_square(S)
+    W = np.empty(S.shape)
+    if load_scores(S, W) != OK:
+        raise ValueError(find_bad_cell(S))
+    return W
+
+
 def check_square(S: np.ndarray, where: str = "scores") -> None:
     """``ValueError`` unless ``S`` is a square ``[N, N]`` matrix with ``N >= 2``."""
     if S.ndim != 2 or S.shape[0] != S.shape[1]:
