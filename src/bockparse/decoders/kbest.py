@@ -66,7 +66,7 @@ from collections.abc import Iterator
 import numba as nb
 import numpy as np
 
-from .tarjan import contract, new_work, solve_tarjan
+from .tarjan import contract, solve_tarjan
 from .trees import (
     NEG_INF,
     NO_TREE,
@@ -117,11 +117,11 @@ def _build(W0, store, bans, forced, root_only, Wm):
 
 
 @nb.njit(nogil=True, cache=True)
-def _best_swap(W, heads, wk, MW2, nf):
+def _best_swap(W, heads, forest, MW2, nf):
     """The least-loss swap of one tree arc (§3): ``(loss, source, dependent)``, or ``inf``.
 
-    ``wk``, ``MW2`` and ``nf``: the contraction sequence and forest of :func:`.tarjan.contract`
-    on ``W``, after the recovery that gave ``heads``.
+    ``forest``, ``MW2`` and ``nf``: what :func:`.tarjan.contract` left of its run on ``W``,
+    whose recovery gave ``heads``.
     """
     N = W.shape[0]
     tin = np.empty(N, dtype=np.int64)  # preorder of the tree
@@ -175,18 +175,18 @@ def _best_swap(W, heads, wk, MW2, nf):
     bsrc = -1
     bdep = -1
     for f in range(nf):
-        if wk.deleted[f]:
+        if forest.deleted[f]:
             continue
-        c = wk.fcomp[f]
-        v = wk.fdep[f]
-        uf = wk.fsrc[f]
+        c = forest.fcomp[f]
+        v = forest.fdep[f]
+        uf = forest.fsrc[f]
         lo = tin[v]
         hi = lo + size[v]
         if c < N:
             alt = alt1[v]
         else:
             alt = NEG_INF
-            row = wk.MW[c - N]
+            row = forest.MW[c - N]
             for u in range(N):
                 tu = tin[u]
                 if tu >= lo and tu < hi:
@@ -195,7 +195,7 @@ def _best_swap(W, heads, wk, MW2, nf):
                 if x > alt:
                     alt = x
         if alt > NEG_INF:
-            loss = wk.sel_w[c] - alt
+            loss = forest.sel_w[c] - alt
             if loss < best:
                 best = loss
                 bsrc = uf
@@ -212,9 +212,8 @@ def _next(W0, store, bans, forced, root_only, ref, heads):
     N = W0.shape[0]
     Wm = np.empty((N, N))
     _build(W0, store, bans, forced, root_only, Wm)
-    wk = new_work(N)
-    MW2 = np.empty_like(wk.MW)
-    status, nf = contract(Wm, False, heads, wk, MW2, None)
+    MW2 = np.empty((max(N - 2, 1), N))
+    status, nf, forest = contract(Wm, False, heads, MW2, None)
     if status != OK:
         return status, NEG_INF, NEG_INF, -1
     if ref.shape[0] > 0:
@@ -222,7 +221,7 @@ def _next(W0, store, bans, forced, root_only, ref, heads):
             if heads[d] != ref[d]:
                 return MISMATCH, NEG_INF, NEG_INF, -1
     score = tree_score_kernel(W0, heads)
-    loss, esrc, edep = _best_swap(Wm, heads, wk, MW2, nf)
+    loss, esrc, edep = _best_swap(Wm, heads, forest, MW2, nf)
     if esrc < 0:
         return OK, score, NEG_INF, -1
     return OK, score, score - loss, esrc * N + edep

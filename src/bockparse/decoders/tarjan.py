@@ -69,50 +69,11 @@ from . import tarjan as _self  # numba caches a function passed as a value only 
 from .registry import register
 from .trees import INTERNAL_ERROR, NEG_INF, NO_TREE, OK, run_kernel, work_matrix
 
-Work = namedtuple(
-    "Work",
-    [
-        "comp",  # component of each node (flat labels)
-        "nxt",  # node lists of the components: next node
-        "first",  # first / last node of each component's list
-        "last",
-        "wpar",  # union-find over nodes: weakly connected parts of the selected arcs
-        "leaf",  # first forest node entering each singleton
-        "gh",  # greedy head of each word, and its score
-        "gw",
-        "sel_src",  # source node of each component's selected arc (-1: none yet)
-        "sel_w",  # adjusted weight of each component's selected arc
-        "sel_f",  # forest node of each component's selection
-        "fsrc",  # forest: original arc fsrc -> fdep, parent fpar, selection of component fcomp
-        "fdep",
-        "fpar",
-        "fcomp",
-        "deleted",  # recovery: forest nodes that are not tree arcs
-        "members",  # the components of the cycle being contracted
-        "roots",  # phase 2: the root children of the contracted graph, with the best
-        "rsrc",  # non-root arc rsrc -> rdep entering each (adjusted weight rw)
-        "rdep",
-        "rw",
-        "MW",  # incoming array of the k-th contraction (component N + k): row k
-        "MD",  # the original dependent of each entry of MW
-    ],
-)
-"""Named work arrays of :func:`contract`; components ``0..N-1`` are the singletons, ``N + k``
-the k-th contraction; forest nodes and components number fewer than ``2N``."""
-
-
-@nb.njit(nogil=True, cache=True)
-def new_work(N):
-    """Fresh work arrays for an ``[N, N]`` matrix (four allocations, named views)."""
-    C = 2 * N
-    iw = np.empty((18, C), dtype=np.int64)
-    fw = np.empty((3, C))
-    contractions = max(N - 2, 1)
-    return Work(
-        iw[0], iw[1], iw[2], iw[3], iw[4], iw[5], iw[6], fw[0], iw[7], fw[1], iw[8], iw[9],
-        iw[10], iw[11], iw[12], np.empty(C, dtype=np.bool_), iw[13], iw[14], iw[15], iw[16],
-        fw[2], np.empty((contractions, N)), np.empty((contractions, N), dtype=np.int64),
-    )  # fmt: skip
+Forest = namedtuple("Forest", ["fsrc", "fdep", "fcomp", "deleted", "sel_w", "MW"])
+"""What :func:`contract` leaves for K-best: forest node ``f`` is the selection of component
+``fcomp[f]``, the original arc ``fsrc[f] -> fdep[f]``, a tree arc unless ``deleted[f]``;
+``sel_w[c]`` is the adjusted weight of component ``c``'s selection and row ``k`` of ``MW`` the
+incoming array of component ``N + k`` (components ``0..N-1`` are the singletons)."""
 
 
 @nb.njit(nogil=True, cache=True)
@@ -142,18 +103,13 @@ def _best_nonroot(W, MW, MD, c):
 
 
 @nb.njit(nogil=True, cache=True)
-def recover(nf, wk, heads):
+def recover(nf, fsrc, fdep, fpar, leaf, deleted, heads):
     """Corrected recovery (Camerini et al. 1979) of the first ``nf`` forest nodes.
 
     Scans the forest from its last node; a node not yet deleted is a tree arc, and the path
     from its dependent's leaf up to it is deleted. Writes ``heads[fdep] = fsrc`` for the kept
-    nodes and ``wk.deleted[:nf]``; returns ``OK`` or ``INTERNAL_ERROR``.
+    nodes and ``deleted[:nf]``; returns ``OK`` or ``INTERNAL_ERROR``.
     """
-    fsrc = wk.fsrc
-    fdep = wk.fdep
-    fpar = wk.fpar
-    leaf = wk.leaf
-    deleted = wk.deleted
     for f in range(nf):
         deleted[f] = False
     for f in range(nf - 1, -1, -1):
@@ -171,8 +127,8 @@ def recover(nf, wk, heads):
 
 
 @nb.njit(nogil=True, cache=True)
-def contract(W, single_root, heads, wk, MW2, prefix):
-    """Corrected Tarjan on ``W`` (maximum score) with work arrays ``wk``; Gabow–Tarjan root.
+def contract(W, single_root, heads, MW2, prefix):
+    """Corrected Tarjan on ``W`` (maximum score); single root by Gabow–Tarjan.
 
     One function, no calls in the loops (a compiled call passing arrays costs more than the
     work of a selection).
@@ -182,9 +138,7 @@ def contract(W, single_root, heads, wk, MW2, prefix):
             the diagonal); read only.
         single_root: exactly one word attached to ROOT.
         heads: int64 ``[N]``, the result (``heads[0] = -1``).
-        wk: :data:`Work` from :func:`new_work`; on return it holds the contraction sequence,
-            the forest (``nf`` nodes) and, after recovery, ``deleted``.
-        MW2: ``None``, or float64 ``[N - 2, N]`` (at least one row): then row ``k`` receives the
+        MW2: ``None``, or float64 ``[max(N - 2, 1), N]``: then row ``k`` receives the
             second-best adjusted weight from every source into component ``N + k`` (an arc to
             another dependent than ``MD``'s), for K-best.
         prefix: ``None``, or int64 ``[N, N]``: then row ``K`` receives the recovered branching
@@ -192,32 +146,39 @@ def contract(W, single_root, heads, wk, MW2, prefix):
             all ``-1``; unconstrained only (Theorem 1's hook, for tests).
 
     Returns:
-        ``(status, nf)``: ``OK``, ``NO_TREE`` or ``INTERNAL_ERROR``, and the number of forest
-        nodes.
+        ``(status, nf, forest)``: ``OK``, ``NO_TREE`` or ``INTERNAL_ERROR``; the number of
+        forest nodes; the :data:`Forest` (its ``deleted`` valid after a successful run).
     """
     N = W.shape[0]
-    comp = wk.comp
-    nxt = wk.nxt
-    first = wk.first
-    last = wk.last
-    wpar = wk.wpar
-    leaf = wk.leaf
-    gh = wk.gh
-    gw = wk.gw
-    sel_src = wk.sel_src
-    sel_w = wk.sel_w
-    sel_f = wk.sel_f
-    fsrc = wk.fsrc
-    fdep = wk.fdep
-    fpar = wk.fpar
-    fcomp = wk.fcomp
-    members = wk.members
-    roots = wk.roots
-    rsrc = wk.rsrc
-    rdep = wk.rdep
-    rw = wk.rw
-    MW = wk.MW
-    MD = wk.MD
+    # Components 0..N-1 are the singletons, N + k the k-th contraction (at most N - 2);
+    # forest nodes and components number fewer than 2N.
+    C = 2 * N
+    iw = np.empty((17, C), dtype=np.int64)
+    fw = np.empty((3, C))
+    MW = np.empty((max(N - 2, 1), N))  # row k: incoming array of component N + k
+    MD = np.empty((max(N - 2, 1), N), dtype=np.int64)  # the original dependent of each entry
+    deleted = np.empty(C, dtype=np.bool_)
+    comp = iw[0]  # component of each node (flat labels)
+    nxt = iw[1]  # node lists of the components: next node
+    first = iw[2]  # first / last node of each component's list
+    last = iw[3]
+    wpar = iw[4]  # union-find over nodes: weakly connected parts of the selected arcs
+    leaf = iw[5]  # first forest node entering each singleton
+    gh = iw[6]  # greedy head of each word, and its score
+    gw = fw[0]
+    sel_src = iw[7]  # source node of each component's selected arc (-1: none yet)
+    sel_w = fw[1]  # adjusted weight of each component's selected arc
+    sel_f = iw[8]  # forest node of each component's selection
+    fsrc = iw[9]  # forest: original arc fsrc -> fdep, parent fpar, selection of fcomp
+    fdep = iw[10]
+    fpar = iw[11]
+    fcomp = iw[12]
+    members = iw[13]  # the components of the cycle being contracted
+    roots = iw[14]  # phase 2: the root children of the contracted graph, with the best
+    rsrc = iw[15]  # non-root arc rsrc -> rdep entering each (adjusted weight rw)
+    rdep = iw[16]
+    rw = fw[2]
+    forest = Forest(fsrc, fdep, fcomp, deleted, sel_w, MW)
     heads[0] = -1
     for d in range(N):
         gw[d] = NEG_INF
@@ -252,8 +213,8 @@ def contract(W, single_root, heads, wk, MW2, prefix):
             if prefix is not None and item > 1:
                 K = item - 1
                 prefix[K, :] = -1
-                if recover(nf, wk, prefix[K]) != OK:
-                    return INTERNAL_ERROR, nf
+                if recover(nf, fsrc, fdep, fpar, leaf, deleted, prefix[K]) != OK:
+                    return INTERNAL_ERROR, nf, forest
                 prefix[K, 0] = -1
             if item == N:
                 if not single_root:
@@ -287,7 +248,7 @@ def contract(W, single_root, heads, wk, MW2, prefix):
                         best = delta
                         ib = i
             if ib < 0:
-                return NO_TREE, nf  # no root child can leave the root: no single-root tree
+                return NO_TREE, nf, forest  # no root child can leave the root: no single-root tree
             c = roots[ib]
             bw = rw[ib]
             bsrc = rsrc[ib]
@@ -302,7 +263,11 @@ def contract(W, single_root, heads, wk, MW2, prefix):
         # the selections close, until a selection joins two weak parts.
         while True:
             if bsrc < 0:
-                return NO_TREE, nf  # no admissible arc enters c: some words cannot be reached
+                return (
+                    NO_TREE,
+                    nf,
+                    forest,
+                )  # no admissible arc enters c: some words cannot be reached
             if reuse >= 0:
                 f = reuse  # phase 2: the swapped root edge's forest node is replaced
                 reuse = -1
@@ -351,7 +316,7 @@ def contract(W, single_root, heads, wk, MW2, prefix):
                 members[nmem] = x
                 nmem += 1
                 if nmem >= N or sel_src[x] < 0:
-                    return INTERNAL_ERROR, nf
+                    return INTERNAL_ERROR, nf, forest
                 x = comp[sel_src[x]]
             members[nmem] = c
             nmem += 1
@@ -422,23 +387,23 @@ def contract(W, single_root, heads, wk, MW2, prefix):
                     bsrc = u
                     bdep = drow[u]
             c = nc
-    if recover(nf, wk, heads) != OK:
-        return INTERNAL_ERROR, nf
+    if recover(nf, fsrc, fdep, fpar, leaf, deleted, heads) != OK:
+        return INTERNAL_ERROR, nf, forest
     if single_root:
         k = 0
         for d in range(1, N):
             if heads[d] == 0:
                 k += 1
         if k != 1:
-            return NO_TREE, nf
-    return OK, nf
+            return NO_TREE, nf, forest
+    return OK, nf, forest
 
 
 @nb.njit(nogil=True, cache=True)
 def solve_tarjan(W, single_root, heads):
     """Best tree of ``W`` by corrected Tarjan (:func:`contract`): ``OK``, ``NO_TREE`` or
     ``INTERNAL_ERROR``."""
-    status, _ = contract(W, single_root, heads, new_work(W.shape[0]), None, None)
+    status, _, _ = contract(W, single_root, heads, None, None)
     return status
 
 
@@ -469,5 +434,5 @@ def prefix_branchings(scores) -> np.ndarray:
     W = work_matrix(scores)
     N = W.shape[0]
     prefix = np.full((N, N), -1, dtype=np.int64)
-    contract(W, False, np.empty(N, dtype=np.int64), new_work(N), None, prefix)
+    contract(W, False, np.empty(N, dtype=np.int64), None, prefix)
     return prefix
