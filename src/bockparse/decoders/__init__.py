@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import bock, bock_original, brute, cle, eisner, tarjan  # noqa: F401  (registration)
+from . import bock, bock_original, brute, cle, eisner, stanza_cle, tarjan  # noqa: F401
 from .kbest import iter_kbest, kbest
 from .pool import decode_padded, default_workers
 from .registry import Decoder, get_decoder, registered_names
@@ -38,7 +38,9 @@ from .trees import (
     tree_score,
 )
 
-METHODS: tuple[str, ...] = registered_names()
+# The package's own decoders, exact for scores of any sign. ``stanza-cle`` (Stanza's CL/E, for
+# substitution studies) is registered too, but needs the bench extra and log-probabilities.
+METHODS: tuple[str, ...] = tuple(m for m in registered_names() if m != "stanza-cle")
 
 ROOT_STRATEGIES = (None, "reweight")
 
@@ -168,7 +170,7 @@ def decode_batch(
     if lens.size:
         decoder.check_length(int(lens.max()))
     heads, status = decode_padded(
-        decoder.kernel, S, lens, root, default_workers() if workers is None else workers
+        decoder, S, lens, root, default_workers() if workers is None else workers
     )
     bad = np.flatnonzero(status != OK)
     if bad.size:
