@@ -9,6 +9,23 @@ Public API::
 Conventions (the Bock paper §2): ``scores`` is float ``[N, N]`` with ``N = n + 1`` and node 0
 the artificial root; ``-inf`` forbids an arc; column 0 and the diagonal are ignored; the input
 is never modified. ``heads`` is int64 ``[N]`` with ``heads[0] == -1``.
+
+Which methods return the same tree when the optimum is not unique:
+
+* identical arrays on every input, ties and forbidden arcs included: ``bock`` and
+  ``bock-original`` (rooted and single root, the same scan and first-minimum rule, §3.3), and,
+  without the root constraint, ``tarjan`` (Theorem 1, §4.1: corrected Tarjan on Bock's
+  component schedule with the common tie order, smallest original dependent then smallest
+  original head). For ``tarjan`` this holds whenever the arithmetic is exact (integer or
+  dyadic scores, as in the tests); in general floating point the two sum the same
+  adjustments in different orders, so optima tied in exact arithmetic may be split apart;
+* equal optimal values only: ``cle`` and ``stanza-cle`` (their own cycle orders and ties),
+  ``eisner`` among projective trees, ``brute``, and every single-root procedure across methods
+  (Bock's enumeration of root children, Gabow–Tarjan, the root penalty, Stanza's shift).
+
+``stanza-cle`` (Stanza's CL/E, :mod:`.stanza_cle`) is registered for substitution studies but
+not in :data:`METHODS`: it needs the ``bench`` extra and, with the root constraint,
+log-probabilities (scores ``<= 0``).
 """
 
 from __future__ import annotations
