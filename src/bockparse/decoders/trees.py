@@ -338,14 +338,13 @@ def enumerate_root_children(solve, W, heads):
     if status != OK or count_root_children(heads) == 1:
         return status
     ceiling = tree_score_kernel(W, heads)
-    scale = 0.0
-    for d in range(1, N):
-        largest = 0.0
-        for h in range(N):
+    largest = np.zeros(N)  # max_h |W[h, d]| over finite entries, read row by row
+    for h in range(N):
+        for d in range(1, N):
             x = abs(W[h, d])
-            if x != np.inf and x > largest:
-                largest = x
-        scale += largest
+            if x != np.inf and x > largest[d]:
+                largest[d] = x
+    scale = largest.sum()
     margin = 4.0 * (N + 1.0) ** 2 * np.finfo(np.float64).eps * scale
     row0 = W[0].copy()
     unused = np.empty(N)
