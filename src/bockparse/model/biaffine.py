@@ -12,21 +12,33 @@ class DeepBiaffine(nn.Module):
 
     Each MLP is one ReLU layer followed by dropout. Appending 1 to both sides gives the bilinear,
     the two linear terms and the bias in one tensor ``W [O, K + 1, K + 1]``, initialised to zero
-    as in Dozat & Manning's parser and Stanza, so every pair starts with score 0.
+    as in Dozat & Manning's parser and Stanza, so every pair starts with score 0; ``init_std > 0``
+    draws it from ``N(0, init_std²)`` instead (the trajectory-identity study's switch: a zero
+    ``W`` makes the first arc scores depend on head-dependent distance only, so they tie).
 
     Args:
         input_size: width ``D`` of the position vectors.
         hidden_size: width ``K`` of each MLP.
         output_size: scores per pair ``O`` (1 for arcs, ``R`` for relations).
         dropout: dropout on the MLP outputs.
+        init_std: standard deviation of ``W``'s initial values; 0: all zero.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, output_size: int, dropout: float):
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        output_size: int,
+        dropout: float,
+        init_std: float = 0.0,
+    ):
         super().__init__()
         self.head_mlp = nn.Linear(input_size, hidden_size)
         self.dep_mlp = nn.Linear(input_size, hidden_size)
         self.dropout = nn.Dropout(dropout)
         self.weight = nn.Parameter(torch.zeros(output_size, hidden_size + 1, hidden_size + 1))
+        if init_std > 0:
+            nn.init.normal_(self.weight, std=init_std)
 
     def _project(self, mlp: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         u = self.dropout(F.relu(mlp(x)))

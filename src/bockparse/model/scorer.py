@@ -235,6 +235,8 @@ class BiaffineScorer(Contextualizer):
         linearization, distance: Stanza's auxiliary scorers (and their terms in the arc
             scores).
         aux_hidden: MLP width of the linearization and distance scorers.
+        biaffine_init_std: initial standard deviation of every biaffine's ``W``; 0 (Stanza's):
+            all zero (:class:`DeepBiaffine`).
 
     Raises:
         ValueError: no input is enabled.
@@ -263,6 +265,7 @@ class BiaffineScorer(Contextualizer):
         linearization: bool,
         distance: bool,
         aux_hidden: int,
+        biaffine_init_std: float,
     ):
         super().__init__(
             vocabs=vocabs,
@@ -282,10 +285,13 @@ class BiaffineScorer(Contextualizer):
             dropout=dropout,
         )
         width = self.width
-        self.arc = DeepBiaffine(width, arc_hidden, 1, dropout)
-        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout)
-        self.linearization = DeepBiaffine(width, aux_hidden, 1, dropout) if linearization else None
-        self.distance = DeepBiaffine(width, aux_hidden, 1, dropout) if distance else None
+        std = biaffine_init_std
+        self.arc = DeepBiaffine(width, arc_hidden, 1, dropout, std)
+        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout, std)
+        self.linearization = (
+            DeepBiaffine(width, aux_hidden, 1, dropout, std) if linearization else None
+        )
+        self.distance = DeepBiaffine(width, aux_hidden, 1, dropout, std) if distance else None
 
     def forward(self, batch: Batch) -> ParserScores:
         """Score every arc and relation of a batch.

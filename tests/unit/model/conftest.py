@@ -40,6 +40,7 @@ SMALL = dict(
     linearization=True,
     distance=True,
     aux_hidden=6,
+    biaffine_init_std=0.0,
 )
 
 

@@ -210,3 +210,24 @@ def test_gradient_reaches_the_transformer(make_scorer, make_encoder, batch):
     ]
     assert not dead
     assert all(p.requires_grad for p in encoder.parameters())
+
+
+def test_biaffine_init_switch(vocabs, small_sizes, batch):
+    """Zero biaffine weights (the default) give distance-only arc scores: in every column,
+    heads at the same distance on either side tie; ``biaffine_init_std > 0`` breaks the ties."""
+    torch.manual_seed(0)
+    zero = BiaffineScorer(vocabs=vocabs, encoder=None, **small_sizes).eval()
+    torch.manual_seed(0)
+    sizes = {**small_sizes, "biaffine_init_std": 0.1}
+    drawn = BiaffineScorer(vocabs=vocabs, encoder=None, **sizes).eval()
+    biaffines = [zero.arc, zero.rel, zero.linearization, zero.distance]
+    assert all(not b.weight.any() for b in biaffines)
+    for b in (drawn.arc, drawn.rel, drawn.linearization, drawn.distance):
+        assert 0.05 < b.weight.std().item() < 0.2
+    d = 3  # a word with words at distance 1 and 2 on both sides
+    assert int(batch.lengths.min()) >= d + 2
+    with torch.no_grad():
+        arc_zero, arc_drawn = zero(batch).arc, drawn(batch).arc
+    assert torch.equal(arc_zero[:, d - 1, d], arc_zero[:, d + 1, d])
+    assert torch.equal(arc_zero[:, d - 2, d], arc_zero[:, d + 2, d])
+    assert not torch.equal(arc_drawn[:, d - 1, d], arc_drawn[:, d + 1, d])
