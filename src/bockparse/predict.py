@@ -11,6 +11,7 @@ outside training predicts with exactly the code that evaluated it.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .decoders import decode_batch
@@ -52,6 +53,74 @@ def decode_heads(
         padded=True,
     )
     return torch.from_numpy(heads).to(arc.device)
+
+
+# The canonical tie rule: among a matrix's optimal trees, the one reformulated Bock returns (its
+# single-root enumeration of root children under the single-root constraint; without it, the
+# tree that Theorem-1 Tarjan returns as well).
+CANONICAL = "bock"
+
+
+def tree_scores(arc: torch.Tensor, heads: torch.Tensor) -> np.ndarray:
+    """Tree score of every sentence of a padded batch, accumulated in float64.
+
+    Args:
+        arc: float ``[B, N, N]``, ``arc[b, h, d]``.
+        heads: int64 ``[B, N]``, ``-1`` at ROOT and padding (ignored).
+
+    Returns:
+        float64 ``[B]``: ``sum_d arc[b, heads[b, d], d]`` over the words.
+    """
+    S = arc.detach().cpu().double()
+    h = heads.cpu()
+    words = h >= 0
+    picked = S.gather(1, h.clamp(min=0)[:, None, :]).squeeze(1)  # [B, N]
+    return picked.masked_fill(~words, 0.0).sum(dim=1).numpy()
+
+
+def decode_canonical(
+    arc: torch.Tensor,
+    lengths: torch.Tensor,
+    decoder: str,
+    *,
+    single_root: bool = True,
+    workers: int | None = None,
+    tol: float,
+) -> torch.Tensor:
+    """The canonical maximiser of each sentence, whichever exact decoder drives the search.
+
+    ``decoder`` finds the optimal value; the tree returned is :data:`CANONICAL`'s (Bock's)
+    maximiser, after checking that its score equals ``decoder``'s optimum. So every exact
+    decoder (``bock``, ``bock-original``, ``cle``, ``tarjan``, ``stanza-cle``, ``brute``) gives
+    the same arrays on every input, ties included: two runs that differ only in their oracle
+    select the same subgradients.
+
+    Args:
+        arc, lengths, decoder, single_root, workers: as :func:`decode_heads`.
+        tol: relative tolerance on the two optimal values (``|a - b| <= tol * max(1, |a|)``):
+            float rounding, as two exact decoders sum the same arc scores in different orders.
+
+    Returns:
+        int64 ``[B, N]`` as :func:`decode_heads`.
+
+    Raises:
+        ValueError, NoTreeError: as :func:`decode_heads`.
+        RuntimeError: ``decoder``'s optimum and the canonical tree's score differ by more than
+            ``tol`` (``decoder`` is not exact over the same set of trees, e.g. ``eisner``).
+    """
+    heads = decode_heads(arc, lengths, decoder, single_root=single_root, workers=workers)
+    if decoder == CANONICAL:
+        return heads
+    canonical = decode_heads(arc, lengths, CANONICAL, single_root=single_root, workers=workers)
+    found, canon = tree_scores(arc, heads), tree_scores(arc, canonical)
+    bad = np.abs(found - canon) > tol * np.maximum(1.0, np.abs(found))
+    if bad.any():
+        b = int(np.flatnonzero(bad)[0])
+        raise RuntimeError(
+            f"{decoder} and {CANONICAL} optima differ on {int(bad.sum())} sentence(s), e.g. "
+            f"sentence {b}: {found[b]!r} vs {canon[b]!r} (tol {tol:g})"
+        )
+    return canonical
 
 
 def relations_at_heads(rel: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:

@@ -105,6 +105,24 @@ def auxiliary_loss(scores: ParserScores, heads: torch.Tensor, mask: torch.Tensor
 
 
 @dataclass
+class OracleCall:
+    """The loss-augmented problem a structured loss solved at one update, and its answer (for
+    :class:`bockparse.trajectory.TrajectoryTrace`).
+
+    Attributes:
+        scores: float32 ``[B, N, N]`` on the CPU, ``S + Δ`` exactly as the oracle received it.
+        lengths: int64 ``[B]`` on the CPU, words per sentence.
+        heads: int64 ``[B, N]`` on the CPU, the oracle's maximisers (``-1`` at ROOT, padding).
+        single_root: whether the oracle maximised over single-root trees.
+    """
+
+    scores: torch.Tensor
+    lengths: torch.Tensor
+    heads: torch.Tensor
+    single_root: bool
+
+
+@dataclass
 class LossOutput:
     """A loss value and its parts, for the optimiser and the logs.
 
@@ -114,6 +132,8 @@ class LossOutput:
         words: number of words in the batch.
         decode_seconds: wall time of loss-augmented inference (0 for local losses).
         counts: integer tallies to log as per-epoch sums (e.g. sentences an oracle skipped).
+        oracle: the loss-augmented problem and its maximisers (structured losses with an
+            oracle; ``None`` otherwise).
     """
 
     loss: torch.Tensor
@@ -123,6 +143,7 @@ class LossOutput:
     words: int
     decode_seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
+    oracle: OracleCall | None = None
 
 
 def combine(arc: torch.Tensor, scores: ParserScores, batch, decode_seconds: float = 0.0):

@@ -80,7 +80,7 @@ def test_hinge_matches_brute_force(margin):
         lengths = [int(x) for x in np.random.default_rng(seed).integers(1, 6, size=3)]
         scores, batch = make_batch(lengths, seed, gold_bonus=float(seed % 3))
         logp = normalized_arc_scores(scores.arc, batch.mask)
-        predicted, _ = loss.oracle(logp, batch)()
+        predicted, _, _ = loss.oracle(logp, batch)()
         per = hinge_per_sentence(logp, predicted, batch.heads, batch.mask, margin)
         for b, n in enumerate(lengths):
             lp = logp[b, : n + 1, : n + 1].detach().numpy()
@@ -102,7 +102,7 @@ def test_hinge_gradient_is_the_indicator_difference():
     scores, batch = make_batch([5, 3, 6], seed=8)
     logp = normalized_arc_scores(scores.arc, batch.mask).detach().requires_grad_()
     loss = StructuredHinge("bock", margin=1.0, single_root=True)
-    predicted, _ = loss.oracle(logp, batch)()
+    predicted, _, _ = loss.oracle(logp, batch)()
     per = hinge_per_sentence(logp, predicted, batch.heads, batch.mask, 1.0)
     assert (per > 0).all()
     per.sum().backward()
