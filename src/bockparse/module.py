@@ -34,6 +34,7 @@ from .metrics import (
 )
 from .model.outputs import ParserScores
 from .schedule import StanzaSchedule
+from .trajectory import TrajectoryTrace
 
 STAGES = ("val", "test")
 
@@ -54,6 +55,7 @@ class ParserModule(pl.LightningModule):
         max_grad_norm: gradient clipping by norm.
         exclude_punct: a punctuation exclusion of :mod:`bockparse.metrics` for the dev/test
             scores, or ``None`` (punctuation included, as in the paper's main results).
+        trace: the per-update trace (:mod:`bockparse.trajectory`), or ``None`` (off).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class ParserModule(pl.LightningModule):
         schedule: StanzaSchedule,
         max_grad_norm: float,
         exclude_punct: str | None,
+        trace: TrajectoryTrace | None = None,
     ) -> None:
         super().__init__()
         if decoder is not None:
@@ -83,6 +86,7 @@ class ParserModule(pl.LightningModule):
         self.schedule = schedule
         self.max_grad_norm = max_grad_norm
         self.exclude_punct = exclude_punct
+        self.trace = trace
         self.metrics = nn.ModuleDict({s: AttachmentScores() for s in STAGES})
         self.decode_seconds = 0.0
         # LAS compares base relations: the base id of each relation id (not saved: derived).
@@ -138,6 +142,9 @@ class ParserModule(pl.LightningModule):
             group["lr"] = base * self.schedule.lr_factor(group["name"])
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        start = time.perf_counter()
+        if self.trace is not None and not self.trace.started:
+            self.trace.start(self, self.global_step)  # the parameters before this update
         optimizer = self.optimizers()[self.stage - 1]
         out = self.loss(self.scorer(batch), batch)
         if not torch.isfinite(out.loss):
@@ -161,6 +168,11 @@ class ParserModule(pl.LightningModule):
                      reduce_fx="sum", batch_size=size)  # fmt: skip
         for group in optimizer.optimizer.param_groups:
             self.log(f"lr/{group['name']}", group["lr"], batch_size=size)
+        if self.trace is not None:  # global_step counts this update already
+            seconds = time.perf_counter() - start
+            traced = self.trace.record(self.global_step, out, size, self, seconds)
+            for name, value in traced.items():
+                self.log(f"trace/{name}", value, batch_size=size)
         return out.loss.detach()
 
     # -- evaluation ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any
 
 import hydra
 import lightning.pytorch as pl
+import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.types import RunMode
@@ -33,6 +34,7 @@ from .data.conllu import DataError
 from .metrics import NAMES, metric_key
 from .module import ParserModule
 from .schedule import ScheduleCallback, save_atomic
+from .trajectory import TrajectoryTrace
 
 log = logging.getLogger("bockparse.train")
 
@@ -86,6 +88,11 @@ def build(cfg: DictConfig, run_dir: Path) -> tuple[pl.LightningDataModule, Parse
     datamodule.setup("fit")
     encoder = instantiate(cfg.encoder.model) if cfg.encoder.model else None
     scorer = instantiate(cfg.model)(vocabs=datamodule.vocabs, encoder=encoder)
+    trace = None
+    if cfg.trace.enabled:
+        trace = TrajectoryTrace(run_dir / cfg.trace.file, shadow=cfg.trace.shadow,
+                                tol=cfg.trace.tol, ties=cfg.trace.ties,
+                                append=cfg.resume)  # fmt: skip
     module = ParserModule(
         scorer=scorer,
         loss=instantiate(cfg.loss),
@@ -96,6 +103,7 @@ def build(cfg: DictConfig, run_dir: Path) -> tuple[pl.LightningDataModule, Parse
         schedule=instantiate(cfg.optim.schedule),
         max_grad_norm=cfg.optim.max_grad_norm,
         exclude_punct=cfg.exclude_punct,
+        trace=trace,
     )
     return datamodule, module
 
@@ -120,6 +128,8 @@ def log_choices(cfg: DictConfig, run_dir: Path) -> None:
 def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """Train, select, evaluate and write the outputs of one run; returns ``metrics.json``."""
     log_choices(cfg, run_dir)
+    if cfg.torch_threads is not None:  # a fixed count: CPU kernels' reductions depend on it
+        torch.set_num_threads(cfg.torch_threads)
     pl.seed_everything(cfg.seed, workers=True)
     datamodule, module = build(cfg, run_dir)
     ckpt_dir = run_dir / "checkpoints"
@@ -139,6 +149,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
     train_seconds = time.perf_counter() - start
+    if module.trace is not None:
+        module.trace.close()
+        log.info("per-update trace in %s", module.trace.path)
     schedule = module.schedule
     log.info("training ended at update %d after %.1f s: %s", trainer.global_step, train_seconds,
              callback.stop_reason or f"max_steps={cfg.optim.max_steps} reached")  # fmt: skip

@@ -48,6 +48,11 @@ def _same_as(key: str) -> Callable[[dict[str, Any]], Any]:
     return lambda out: out[key]
 
 
+def _if_key(key: str, value: Any, new: Any) -> Callable[[dict[str, Any]], Any]:
+    """A new key present only where ``key`` composes to ``value`` (ABSENT elsewhere)."""
+    return lambda out: new if out.get(key) == value else ABSENT
+
+
 # Intended changes, each (key, old value, new key, new value[, fixtures]), keys of the new
 # tree: wherever the old tree composed the old value under the key (in the given experiments,
 # or in all), the new tree composes the new value under the new key (ABSENT: none; a callable: of
@@ -99,6 +104,20 @@ INTENDED: list[tuple[Any, ...]] = [
      "optim.last_checkpoint.every_evaluations", None),
     ("optim.last_checkpoint.every_minutes", ABSENT, "optim.last_checkpoint.every_minutes", 10),
     ("trainer.inference_mode", ABSENT, "trainer.inference_mode", True),
+    # The trajectory-identity study (issue 16): the per-update trace (off), a fixed torch
+    # thread count (none), the biaffine initialisation switch (zero, as before) and the hinge's
+    # canonical-tie option (off).
+    ("trace.enabled", ABSENT, "trace.enabled", False),
+    ("trace.shadow", ABSENT, "trace.shadow", "bock"),
+    ("trace.ties", ABSENT, "trace.ties", True),
+    ("trace.tol", ABSENT, "trace.tol", 1e-9),
+    ("trace.file", ABSENT, "trace.file", "trace.csv"),
+    ("torch_threads", ABSENT, "torch_threads", None),
+    ("model.biaffine_init_std", ABSENT, "model.biaffine_init_std", 0.0),
+    ("loss.canonical_ties", ABSENT, "loss.canonical_ties", _if_key(
+        "loss._target_", "bockparse.losses.StructuredHinge", False)),
+    ("loss.value_tol", ABSENT, "loss.value_tol", _if_key(
+        "loss._target_", "bockparse.losses.StructuredHinge", 1e-6)),
 ]  # fmt: skip
 
 

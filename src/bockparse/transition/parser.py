@@ -82,6 +82,8 @@ class TransitionParser(nn.Module):
             place).
         linearization, distance, aux_hidden: Stanza's auxiliary arc-score terms have no place in
             a transition parser: both must be False (``aux_hidden`` is then unused).
+        biaffine_init_std: initial standard deviation of the relation biaffine's ``W`` (0:
+            zero, :class:`~bockparse.model.biaffine.DeepBiaffine`).
 
     Raises:
         ValueError: an auxiliary term is on, an unknown system, or no feature item.
@@ -114,6 +116,7 @@ class TransitionParser(nn.Module):
         linearization: bool,
         distance: bool,
         aux_hidden: int,
+        biaffine_init_std: float,
     ):
         if linearization or distance:
             raise ValueError(
@@ -144,7 +147,7 @@ class TransitionParser(nn.Module):
             dropout=dropout,
         )
         width = self.context.width
-        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout)
+        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout, biaffine_init_std)
         self.system = get_system(system)
         self.projective_only = projective_only
         self.stack_features = stack_features
