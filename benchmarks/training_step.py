@@ -279,6 +279,46 @@ def components(scorer, hinge, batch, precision: str, optimizer) -> dict[str, flo
     return parts
 
 
+def forward_gflops(scorer, batch) -> dict[str, float]:
+    """Forward GFLOPs (2 per multiply-add) of the matrix products of each part, as run.
+
+    LSTMs: ``4 H (D + H)`` multiply-adds per step, direction and row, over the padded steps the
+    fused kernels run; biaffine: ``[u; 1] W`` for every position and output, then every pair;
+    encoder: the transformer's projections and feed-forward per real-window piece of the chunks,
+    plus attention. Machine-independent: the floor ratio of the step can be no lower than
+    ``(encoder + parser) / encoder`` at equal arithmetic efficiency.
+    """
+    B, N = batch.mask.shape
+    chars = batch.chars[(batch.chars != PAD_INDEX).any(-1)]
+    M, C = torch.unique(chars, dim=0).shape
+    lstm, char_lstm = scorer.lstm, scorer.char_model.lstm
+    H = lstm.hidden_size
+    word = sum(
+        2 * 2 * 4 * H * ((lstm.input_size if layer == 0 else 2 * H) + H) * B * N
+        for layer in range(lstm.num_layers)
+    )
+    Hc = char_lstm.hidden_size
+    char = 2 * 2 * 4 * Hc * (char_lstm.input_size + Hc) * M * C
+    biaffine = 0
+    for m in (scorer.arc, scorer.rel, scorer.linearization, scorer.distance):
+        O, K1, _ = m.weight.shape
+        biaffine += 2 * B * N * (2 * m.head_mlp.in_features * (K1 - 1) + K1 * K1 * O + N * K1 * O)
+    config = scorer.encoder.transformer.config
+    Hd, F = config.hidden_size, config.intermediate_size
+    lengths = batch.subwords.attention_mask.sum(-1).numpy()
+    chunks = length_chunks(lengths, scorer.encoder.chunk_pieces, scorer.encoder.max_padding)
+    pieces = sum(len(c) * int(lengths[c].max()) for c in chunks)
+    squares = sum(len(c) * int(lengths[c].max()) ** 2 for c in chunks)
+    layers = config.num_hidden_layers
+    encoder = 2 * layers * ((4 * Hd * Hd + 2 * Hd * F) * pieces + 2 * Hd * squares)
+    return {
+        "encoder (transformer)": encoder / 1e9,
+        "word BiLSTM": word / 1e9,
+        "character model": char / 1e9,
+        "biaffine scorers": biaffine / 1e9,
+    }
+
+
 def padding(batches, chunk_pieces: int, max_padding: float) -> tuple[float, float]:
     """Padded / real wordpieces over ``batches``: one block per batch, and chunked."""
     real = block = chunked = 0
@@ -397,6 +437,18 @@ def main() -> None:
     if args.ewt is not None:
         pad_rows += ewt_padding(args, scorer.encoder)
 
+    gflops = defaultdict(float)
+    for batch in timed_batches:
+        for name, value in forward_gflops(scorer, batch).items():
+            gflops[name] += value / len(timed_batches)
+    encoder_gflops = gflops["encoder (transformer)"]
+    flop_rows = [
+        f"| {name} | {value:.1f} | {value / encoder_gflops:.2f} |" for name, value in gflops.items()
+    ]
+    flop_rows.append(
+        f"| (encoder + parser) / encoder | | {sum(gflops.values()) / encoder_gflops:.2f} |"
+    )
+
     profile_rows = profile_table(scorer, hinge, timed_batches[0])
 
     decode_rows = []
@@ -448,6 +500,12 @@ def main() -> None:
         "| batches | one padded block (legacy) | length chunks (current) |",
         "| --- | ---: | ---: |",
         *pad_rows,
+        "",
+        "### Forward GFLOPs per batch (matrix products, analytical; backward is about twice)",
+        "",
+        "| part | GFLOP | / encoder |",
+        "| --- | ---: | ---: |",
+        *flop_rows,
         "",
         "### Profile of one fp32 step (`torch.profiler`, self CPU time)",
         "",
