@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +88,25 @@ def pair_rows(found) -> list[list[str]]:
             rows.append([question, setting, str(seed), f"{first} / {second}", str(budget),
                          "identical" if params is None else str(params),
                          "identical" if loss is None else str(loss), cause])  # fmt: skip
+    return rows
+
+
+def dev_las(folder: Path) -> str:
+    """The development LAS of every evaluation, from train.log: 'update: LAS, ...'."""
+    text = (folder / "train.log").read_text(encoding="utf-8")
+    found = re.findall(r"update (\d+): dev LAS ([\d.]+)", text)
+    return ", ".join(f"{u}: {las}" for u, las in found)
+
+
+def dev_rows(found) -> list[list[str]]:
+    rows = []
+    for (setting, run, seed), _ in sorted(found.items()):
+        for question, first, second in PAIRS:
+            if run != first or (setting, second, seed) not in found:
+                continue
+            a = dev_las(RUNS / setting / first / f"seed{seed}")
+            b = dev_las(RUNS / setting / second / f"seed{seed}")
+            rows.append([question, setting, str(seed), a, b, "yes" if a == b else "no"])
     return rows
 
 
@@ -181,6 +201,9 @@ def main() -> None:
             "", table(["question", "setting", "seed", "runs", "budget", "first different "
                        "parameters", "first different loss", "at divergence (first run)"],
                       pair_rows(found)), ""]  # fmt: skip
+    out += ["## Development LAS at each evaluation (update: LAS), per pair", "",
+            table(["question", "setting", "seed", "first run", "second run", "equal"],
+                  dev_rows(found)), ""]  # fmt: skip
     out += ["## Tied loss-augmented optima and oracle disagreements (hinge runs)", "",
             table(["setting", "run", "seed", "updates", "sentences", "updates with a tie (first 8)",
                    "tied", "tied / 1,000 sentences", "disagreements", "on tied optima"],

@@ -68,9 +68,9 @@ PLAN = [
     ("gsd-long", ["hinge-bock"], [1111]),
     ("gsd", ["hinge-cle", "hinge-bock", "hinge-cle-canonical", "hinge-bock-canonical"],
      [2222, 3333]),
+    ("ewt-minilm", ["hinge-cle-canonical", "hinge-bock-canonical"], [1111]),
     ("gsd", ["hinge-cle-randinit", "hinge-bock-randinit", "local-ce", "local-ce-bock"],
      [2222, 3333]),
-    ("ewt-minilm", ["hinge-cle-canonical", "hinge-bock-canonical"], [1111]),
 ]  # fmt: skip
 KEEP = ["trace.csv", "metrics.json", "train.log", ".hydra/config.yaml", ".hydra/overrides.yaml"]
 
