@@ -35,6 +35,7 @@ SMALL = dict(
     linearization=False,
     distance=False,
     aux_hidden=6,
+    biaffine_init_std=0.0,
     projective_only=True,
     stack_features=3,
     buffer_features=1,
