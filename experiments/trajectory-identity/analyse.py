@@ -1,5 +1,6 @@
 """Tables and plot of the trajectory-identity study from the committed traces
-(runs/<setting>/<run>/seed<seed>/trace.csv): results.md and trajectory.png here.
+(runs/<setting>/<run>/seed<seed>/trace.csv): results.md and trajectory.png here, and the same
+tables in README.md between its ``<!-- tables:start -->`` and ``<!-- tables:end -->`` lines.
 
     python experiments/trajectory-identity/analyse.py
 """
@@ -217,6 +218,14 @@ def main() -> None:
             table(["setting", "run", "seed", "step s/update", "trace s/update", "trace / step"],
                   cost_rows(found)), ""]  # fmt: skip
     (HERE / "results.md").write_text("\n".join(out), encoding="utf-8")
+    readme = HERE / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    start, end = "<!-- tables:start -->\n", "<!-- tables:end -->"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        tables = "\n".join("#### " + x[3:] if x.startswith("## ") else x for x in out[2:])
+        readme.write_text(head + start + tables + "\n" + end + rest.split(end, 1)[1],
+                          encoding="utf-8")  # fmt: skip
     plot(found, HERE / "trajectory.png")
     print("\n".join(out))
 
