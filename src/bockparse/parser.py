@@ -166,8 +166,8 @@ def read_model_file(path: str | os.PathLike) -> dict[str, Any]:
             "containers, and loading them could run code from it (weights_only). Export trusted "
             f"runs with bockparse-export. ({reason})"
         ) from None
-    except (OSError, RuntimeError, EOFError, ValueError) as e:
-        raise ModelError(f"{path}: not a bockparse model or checkpoint ({e})") from None
+    except Exception as e:  # torch raises many types on files it cannot read; none runs code
+        raise ModelError(f"{path}: not a bockparse model or checkpoint ({e!r})") from None
     if not isinstance(content, dict):
         raise ModelError(
             f"{path}: not a bockparse model or checkpoint (a {type(content).__name__})"
@@ -486,6 +486,9 @@ class Parser:
         try:
             with os.fdopen(fd, "wb") as f:
                 torch.save(content, f)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp_name, 0o666 & ~umask)  # mkstemp's 0600 would keep the file private
             os.replace(tmp_name, target)
         except BaseException:
             os.unlink(tmp_name)
