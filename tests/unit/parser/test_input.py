@@ -159,3 +159,13 @@ def test_cli_writes_nothing_for_an_empty_or_malformed_file(
     err = capsys.readouterr().err
     assert f"{source}{reason}" in err and err.startswith("bockparse-predict: ")
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_transition_parser_predicts_its_own_trees_and_takes_no_decoder(untrained):
+    parser = untrained(NOTAGS, "condition=arc-standard")
+    assert parser.decoder is None
+    parsed = parser.predict([["Dogs", "bark", "at", "night", "."], ["Hi"]])
+    for s in parsed:
+        assert_tree(s)
+    with pytest.raises(ValueError, match="predicts trees itself"):
+        parser.predict([["Hi"]], decoder="bock")

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from bockparse.data import read_conllu, write_conllu
+from bockparse.metrics import evaluate_files
 from bockparse.parser import ModelError, Parser
 from bockparse.parser_cli import evaluate as evaluate_cli
 from bockparse.parser_cli import export as export_cli
@@ -71,6 +72,10 @@ def test_cli_predicts_the_run_predictions_and_reports_speed(smoke_run, exported,
     # CL/E and Bock are both exact: the same trees as the run's (Bock) predictions
     assert out.read_bytes() == (smoke_run / "predictions" / "test.conllu").read_bytes()
     assert [p.name for p in tmp_path.iterdir()] == ["pred.conllu"]  # no temporary left
+    # punctuation left out: the same counts as bockparse-eval on the written file
+    on_file = evaluate_files(str(TEST), str(out), "upos")
+    assert Parser.load(exported).evaluate(TEST, decoder="cle", exclude_punct="upos") == on_file
+    assert on_file["words"] < 6305
 
 
 def test_plain_token_lists_parse_as_the_same_words_in_conllu(exported):
