@@ -120,3 +120,19 @@ def test_bad_model_paths_are_clear_errors(smoke_run, tmp_path):
     lone.write_bytes((smoke_run / "checkpoints" / "best.ckpt").read_bytes())
     with pytest.raises(ModelError, match=r"no run config \(.hydra/config.yaml\)"):
         Parser.load(lone)
+
+
+def test_run_settings_read_a_condition_group_or_top_level_keys(smoke_run):
+    from omegaconf import OmegaConf
+
+    from bockparse.parser import run_settings
+
+    grouped = OmegaConf.load(smoke_run / ".hydra" / "config.yaml")
+    flat = OmegaConf.to_container(grouped)
+    condition = flat.pop("condition")
+    flat.update(name=condition["name"], decoder=condition["decoder"], loss=condition["loss"])
+    settings = run_settings(grouped)
+    assert run_settings(OmegaConf.create(flat)) == settings
+    assert (settings.condition, settings.decoder, settings.seed) == ("hinge-bock", "bock", 1111)
+    assert settings.encoder["max_length"] == 32 and settings.model["use_upos"] is False
+    assert settings.batch_size == 400 and settings.punct_tags == ["PUNCT"]
