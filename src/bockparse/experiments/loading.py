@@ -97,7 +97,7 @@ def scored_batches(run: LoadedRun, stage: str) -> Iterator[tuple[Batch, ParserSc
     sentences = read_conllu(
         os.path.normpath(path), single_root=data.single_root, on_malformed=data.on_malformed
     )
-    exclude = run.cfg.get("exclude_punct")
+    exclude = run.parser.settings.exclude_punct
     with torch.inference_mode():
         for batch in run.parser.batches(sentences, exclude_punct=exclude):
             yield batch, run.parser.scorer(batch)

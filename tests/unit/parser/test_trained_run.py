@@ -136,3 +136,16 @@ def test_run_settings_read_a_condition_group_or_top_level_keys(smoke_run):
     assert (settings.condition, settings.decoder, settings.seed) == ("hinge-bock", "bock", 1111)
     assert settings.encoder["max_length"] == 32 and settings.model["use_upos"] is False
     assert settings.batch_size == 400 and settings.punct_tags == ["PUNCT"]
+
+
+def test_the_experiment_loader_scores_through_the_parser(smoke_run, tmp_path, monkeypatch):
+    from bockparse.experiments.loading import load_run
+    from bockparse.experiments.substitute import compare
+
+    monkeypatch.chdir(tmp_path)  # data paths come from the run's config, not the current folder
+    run = load_run(smoke_run)
+    result = compare(run, "test", ["bock", "tarjan"])
+    assert result["sentences"] == 400
+    assert result["reproduced"]["identical"] == 400  # the run's own predictions/test.conllu
+    metrics = json.loads((smoke_run / "metrics.json").read_text())
+    assert result["scores"]["bock"]["las"] == metrics["test/las"]
