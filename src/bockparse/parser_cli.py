@@ -19,6 +19,24 @@ from .metrics import PUNCT_EXCLUSIONS
 PROGRESS_SECONDS = 5.0  # at most one progress line per this many seconds
 
 
+def _parser_class(program: str):
+    """:class:`bockparse.parser.Parser`, or exit naming the extra that installs what it needs
+    (the light install has no torch)."""
+    from .cli import missing_extra
+
+    try:
+        from .parser import Parser
+    except ModuleNotFoundError as err:
+        extra = missing_extra(err)
+        if extra is None:
+            raise
+        install = f"pip install 'bockparse[{extra}]'"
+        raise SystemExit(
+            f"{program}: needs the optional dependency {err.name!r}: {install}"
+        ) from None
+    return Parser
+
+
 def _fail(program: str, err: Exception) -> int:
     print(f"{program}: {err}", file=sys.stderr)
     return 1
@@ -71,8 +89,8 @@ def predict(argv: Sequence[str] | None = None) -> int:
     _decoder_argument(parser)
     args = parser.parse_args(argv)
     from .data.conllu import write_conllu
-    from .parser import Parser
 
+    Parser = _parser_class(parser.prog)
     try:
         model = Parser.load(args.model)
         sentences = model.sentences(args.input)
@@ -109,8 +127,7 @@ def evaluate(argv: Sequence[str] | None = None) -> int:
         help="leave out gold punctuation (ptb/ctb: XPOS tags; upos: PUNCT)",
     )
     args = parser.parse_args(argv)
-    from .parser import Parser
-
+    Parser = _parser_class(parser.prog)
     try:
         result = Parser.load(args.model).evaluate(
             args.gold, args.decoder, args.exclude_punct, args.batch_size
@@ -135,8 +152,7 @@ def export(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run", help="a run folder (its best.ckpt) or a checkpoint of a run")
     parser.add_argument("--out", required=True, help="the model file to write (e.g. model.pt)")
     args = parser.parse_args(argv)
-    from .parser import Parser
-
+    Parser = _parser_class(parser.prog)
     try:
         size = Parser.load(args.run).save(args.out)
     except (DataError, ValueError, OSError) as err:

@@ -1,23 +1,49 @@
-"""Stanza's two-stage schedule and the paper's model selection, as a Lightning callback.
+"""Stanza 1.15's two-stage schedule and the paper's model selection: one owner for both.
 
-After every development evaluation (the Bock paper's appendix on training and model
-selection):
+:class:`StanzaSchedule` holds everything the schedule decides and remembers: the stage, the
+best dev LAS and its update, the patience counters, and one :class:`WarmupPlateau` per parameter
+group (``parser``, ``transformer``) giving that group's learning-rate factor. It does no I/O and
+knows nothing of Lightning: the module asks it for the current factors
+(:meth:`StanzaSchedule.lr_factor`), saves its :meth:`~StanzaSchedule.state_dict` in every
+checkpoint, and :class:`ScheduleCallback` feeds it each evaluation's dev LAS and carries out its
+:class:`Decision` (checkpoint files, the reload of the best model, stopping).
 
-* a dev LAS at least as high as the best so far is an improvement (ties prefer the later model)
-  and its checkpoint becomes ``best.ckpt``;
-* in stage 1 (Adadelta) the learning rate decays by ``plateau_decay`` after ``plateau_patience``
-  updates without improvement;
-* stage 1 ends when dev LAS has not improved for ``switch_patience`` updates or at update
-  ``switch_step``: the best model is reloaded and training goes on with stage 2 (Adam);
+After every development evaluation (the Bock paper's appendix on training and model selection,
+``stanza/models/parser.py:train`` in Stanza 1.15):
+
+* a dev LAS at least as high as the best so far is an improvement (ties prefer the later model,
+  ``dev_score >= max(dev_score_history)``) and that model becomes ``best.ckpt``;
+* every group's factor advances by the updates since the previous evaluation through Stanza's
+  ``WarmupThenPlateauScheduler`` (``stanza/models/common/warmup_plateau_scheduler.py``): the
+  transformer is frozen (factor 0) for ``transformer_freeze`` updates, then warmed up linearly
+  over ``transformer_warmup``; every group decays by ``plateau_decay`` once more than
+  ``plateau_patience`` updates have passed without a relative improvement of
+  ``plateau_threshold`` on that scheduler's own best; the factors change only at evaluations,
+  as Stanza's do;
+* stage 1 (Adadelta) ends when dev LAS has not improved for ``switch_patience`` updates or at
+  update ``switch_step``: the best model is reloaded and stage 2 (Adam) starts with fresh
+  schedulers, every group warmed up over ``stage2_warmup`` updates (factor 0 until the next
+  evaluation, as in Stanza) and the transformer scaled by ``stage2_transformer_lr_scale``;
 * stage 2 stops after ``stop_patience`` updates without improvement (``max_steps`` bounds both).
 
-``last.ckpt`` is written after every evaluation for ``resume=true``. Both files are written
-atomically (a temporary file, then a rename).
+Stanza checks the switch and the stop after every update; here they are checked at
+evaluations, which is the same whenever ``eval_every`` divides ``switch_step``,
+``switch_patience`` and ``stop_patience`` (the paper's 100 | 2,000 and 10,000).
+
+Checkpoints (:class:`ScheduleCallback`): ``best.ckpt`` holds the weights only and is written
+on improvement; ``last.ckpt`` holds the full training state for ``resume=true`` and is written
+every ``every_evaluations`` evaluations or ``every_minutes`` minutes, whichever comes first, at
+every stage switch and at the end of training. Every file is written atomically.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
+import shutil
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,46 +52,308 @@ import torch
 
 from .metrics import metric_key
 
+log = logging.getLogger(__name__)
 
-def save_atomic(trainer: pl.Trainer, path: Path) -> None:
-    """``trainer.save_checkpoint`` to ``path`` through a temporary file and a rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    trainer.save_checkpoint(tmp)
-    if trainer.is_global_zero:
-        os.replace(tmp, path)
-    trainer.strategy.barrier()
+GROUPS = ("parser", "transformer")
 
 
-class StanzaSchedule(pl.Callback):
-    """Model selection on dev LAS, plateau decay, the Adadelta-to-Adam switch and stopping.
+class WarmupPlateau:
+    """One parameter group's learning-rate factor: Stanza's ``WarmupThenPlateauScheduler``.
+
+    Three phases in updates: ``freeze`` (factor 0), ``warmup`` (the factor rises linearly,
+    ``elapsed / warmup``), then plateau (the product of the decays so far). It advances only when
+    told how many updates passed (:meth:`advance`, at each evaluation), so the factor is constant
+    between evaluations, as in Stanza. Stanza's ``cooldown``, ``min_lr`` and minimum-decay
+    ``eps`` are at their defaults there (0, 0, 1e-8) and not modelled here.
 
     Args:
-        checkpoint_dir: where ``best.ckpt`` and ``last.ckpt`` go.
-        plateau_patience, plateau_decay: stage-1 decay after so many updates without improvement.
+        freeze: updates at factor 0.
+        warmup: updates of linear warm-up after the freeze.
+        patience: plateau updates without improvement tolerated (a decay when exceeded).
+        decay: the factor's multiplier at each plateau decay.
+        threshold: relative improvement needed (Stanza's ``threshold_mode="rel"``, ``mode="max"``).
+    """
+
+    def __init__(
+        self, *, freeze: int, warmup: int, patience: int, decay: float, threshold: float
+    ) -> None:
+        if freeze < 0 or warmup < 0 or patience < 0:
+            raise ValueError("freeze, warmup and patience are numbers of updates (>= 0)")
+        if not 0.0 < decay < 1.0:
+            raise ValueError(f"decay must lie in (0, 1), got {decay}")
+        self.freeze, self.warmup, self.patience = freeze, warmup, patience
+        self.decay, self.threshold = decay, threshold
+        self.steps = 0
+        self.warmed = 0
+        self.best = -math.inf
+        self.bad_steps = 0
+        self.multiplier = 1.0
+
+    @property
+    def phase(self) -> str:
+        if self.steps < self.freeze:
+            return "freeze"
+        if self.steps < self.freeze + self.warmup:
+            return "warmup"
+        return "plateau"
+
+    @property
+    def factor(self) -> float:
+        phase = self.phase
+        if phase == "freeze":
+            return 0.0
+        if phase == "warmup":
+            return self.warmed / self.warmup
+        return self.multiplier
+
+    def advance(self, steps: int, score: float) -> tuple[bool, bool]:
+        """Advance by ``steps`` updates that ended with dev score ``score``.
+
+        Returns:
+            ``(unfrozen, decayed)``: whether the freeze ended now (the group's optimiser state
+            is then reset, Stanza's ``reset_optimizer_on_unfreeze``), and whether the factor
+            decayed.
+        """
+        if steps <= 0:
+            raise ValueError(f"an evaluation must follow at least one update, got {steps}")
+        before = self.steps
+        was_frozen = self.phase == "freeze"
+        self.steps += steps
+        unfrozen = was_frozen and self.phase != "freeze"
+        start, end = self.freeze, self.freeze + self.warmup
+        self.warmed = min(
+            self.warmup, self.warmed + max(0, min(self.steps, end) - max(before, start))
+        )
+        if self.phase != "plateau":
+            return unfrozen, False
+        if score > self.best * (1.0 + self.threshold):
+            self.best, self.bad_steps = score, 0
+        else:
+            self.bad_steps += self.steps - max(before, end)
+        if self.bad_steps > self.patience:
+            self.multiplier *= self.decay
+            self.bad_steps = 0
+            return unfrozen, True
+        return unfrozen, False
+
+    def state_dict(self) -> dict[str, Any]:
+        keys = ("steps", "warmed", "best", "bad_steps", "multiplier")
+        return {k: getattr(self, k) for k in keys}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one evaluation decided (:meth:`StanzaSchedule.after_evaluation`)."""
+
+    step: int
+    score: float
+    improved: bool
+    decayed: tuple[str, ...]  # groups whose factor decayed
+    unfrozen: tuple[str, ...]  # groups whose freeze ended: reset their optimiser state
+    switch: bool  # stage 1 -> 2: reload the best model
+    stop: bool
+    reason: str  # why the switch or the stop happened ("" otherwise)
+
+
+class StanzaSchedule:
+    """The stage, model selection, the learning-rate factors and the warm-ups of one run.
+
+    Args:
+        plateau_patience, plateau_decay, plateau_threshold: every group's plateau decay.
         switch_patience, switch_step: when stage 1 hands over to stage 2.
         stop_patience: stage-2 updates without improvement before stopping.
+        stage2_warmup: stage 2's linear warm-up in updates (every group).
+        transformer_freeze: stage-1 updates before the transformer's learning rate leaves 0.
+        transformer_warmup: stage-1 linear warm-up of the transformer after the freeze.
+        transformer_lr_scale: the transformer's learning rate relative to the parser's in stage
+            1 (Stanza's ``bert_learning_rate``); ``None`` without a transformer.
+        stage2_transformer_lr_scale: the same in stage 2 (``second_bert_learning_rate``).
+        transformer_weight_decay: the transformer group's weight decay in both stages
+            (``bert_weight_decay``; the parser's comes with each stage's optimiser).
+    """
+
+    def __init__(
+        self,
+        *,
+        plateau_patience: int,
+        plateau_decay: float,
+        plateau_threshold: float,
+        switch_patience: int,
+        switch_step: int,
+        stop_patience: int,
+        stage2_warmup: int,
+        transformer_freeze: int,
+        transformer_warmup: int,
+        transformer_lr_scale: float | None,
+        stage2_transformer_lr_scale: float,
+        transformer_weight_decay: float,
+    ) -> None:
+        self.plateau = dict(patience=plateau_patience, decay=plateau_decay,
+                            threshold=plateau_threshold)  # fmt: skip
+        self.switch_patience = switch_patience
+        self.switch_step = switch_step
+        self.stop_patience = stop_patience
+        self.stage2_warmup = stage2_warmup
+        self.transformer_freeze = transformer_freeze
+        self.transformer_warmup = transformer_warmup
+        self.scales = {
+            1: 0.0 if transformer_lr_scale is None else transformer_lr_scale,
+            2: 0.0 if transformer_lr_scale is None else stage2_transformer_lr_scale,
+        }
+        self.transformer_weight_decay = transformer_weight_decay
+        self.stage = 1
+        self.stage_start = 0
+        self.best = -math.inf
+        self.best_step = -1
+        self.last_improvement = 0
+        self.last_evaluation = 0
+        self.groups = self._fresh_groups()
+
+    def _fresh_groups(self) -> dict[str, WarmupPlateau]:
+        if self.stage == 1:
+            return {
+                "parser": WarmupPlateau(freeze=0, warmup=0, **self.plateau),
+                "transformer": WarmupPlateau(freeze=self.transformer_freeze,
+                                             warmup=self.transformer_warmup, **self.plateau),
+            }  # fmt: skip
+        return {
+            g: WarmupPlateau(freeze=0, warmup=self.stage2_warmup, **self.plateau) for g in GROUPS
+        }
+
+    def group_options(self, group: str) -> dict[str, Any]:
+        """Optimiser settings of ``group`` that differ from its stage's optimiser's own."""
+        return {"weight_decay": self.transformer_weight_decay} if group == "transformer" else {}
+
+    def lr_factor(self, group: str) -> float:
+        """The learning rate of ``group`` (``parser`` or ``transformer``) relative to the active
+        optimiser's configured ``lr``: scale times warm-up or freeze times plateau decays."""
+        factor = self.groups[group].factor
+        return factor * self.scales[self.stage] if group == "transformer" else factor
+
+    def after_evaluation(self, step: int, score: float) -> Decision:
+        """Record the dev LAS ``score`` of the model after update ``step`` and decide."""
+        improved = score >= self.best
+        if improved:
+            self.best, self.best_step, self.last_improvement = score, step, step
+        decayed, unfrozen = [], []
+        for name, group in self.groups.items():
+            thawed, decay = group.advance(step - self.last_evaluation, score)
+            if thawed:
+                unfrozen.append(name)
+            if decay:
+                decayed.append(name)
+        self.last_evaluation = step
+        switch = stop = False
+        reason = ""
+        if self.stage == 1:
+            if step - self.last_improvement >= self.switch_patience:
+                switch, reason = True, f"no improvement for {step - self.last_improvement} updates"
+            elif step >= self.switch_step:
+                switch, reason = True, f"update {step} reached switch_step {self.switch_step}"
+            if switch:
+                self.stage, self.stage_start, self.last_improvement = 2, step, step
+                self.groups = self._fresh_groups()
+        elif step - self.last_improvement >= self.stop_patience:
+            stop, reason = (
+                True,
+                f"no improvement for {step - self.last_improvement} updates in stage 2",
+            )
+        return Decision(
+            step, score, improved, tuple(decayed), tuple(unfrozen), switch, stop, reason
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "stage_start": self.stage_start,
+            "best": self.best,
+            "best_step": self.best_step,
+            "last_improvement": self.last_improvement,
+            "last_evaluation": self.last_evaluation,
+            "groups": {name: g.state_dict() for name, g in self.groups.items()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.stage = state["stage"]
+        self.stage_start = state["stage_start"]
+        self.best = state["best"]
+        self.best_step = state["best_step"]
+        self.last_improvement = state["last_improvement"]
+        self.last_evaluation = state["last_evaluation"]
+        self.groups = self._fresh_groups()
+        for name, group in state["groups"].items():
+            self.groups[name].load_state_dict(group)
+
+
+def save_atomic(trainer: pl.Trainer, path: Path, *, weights_only: bool) -> int:
+    """``trainer.save_checkpoint`` to ``path`` through a temporary file and a rename.
+
+    Returns:
+        The bytes written.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    trainer.save_checkpoint(tmp, weights_only=weights_only)
+    size = 0
+    if trainer.is_global_zero:
+        size = tmp.stat().st_size
+        os.replace(tmp, path)
+    trainer.strategy.barrier()
+    return size
+
+
+def link_atomic(source: Path, path: Path) -> None:
+    """Make ``path`` a hard link to ``source`` (a copy where the file system has no hard
+    links), replacing ``path`` atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, path)
+
+
+class ScheduleCallback(pl.Callback):
+    """Feeds each evaluation's dev LAS to the module's :class:`StanzaSchedule` and carries out
+    its decisions: ``best.ckpt`` (weights only) on improvement, the reload of the best model at
+    the switch, the stop, and ``last.ckpt`` (full state) at the configured interval, at the
+    switch and at the end of training.
+
+    ``best-of-last.ckpt`` is a hard link (no bytes written) to the ``best.ckpt`` that
+    ``last.ckpt`` knows of: a run resumed from ``last.ckpt`` after a kill puts it back, so that
+    the best model and the schedule's record of it always agree.
+
+    Args:
+        checkpoint_dir: where the checkpoints go.
+        every_evaluations: write ``last.ckpt`` after this many evaluations (``None``: by time
+            only) ...
+        every_minutes: ... or once this many minutes have passed since the previous write.
     """
 
     def __init__(
         self,
         checkpoint_dir: str | os.PathLike,
         *,
-        plateau_patience: int,
-        plateau_decay: float,
-        switch_patience: int,
-        switch_step: int,
-        stop_patience: int,
+        every_evaluations: int | None,
+        every_minutes: float,
     ) -> None:
+        if every_evaluations is not None and every_evaluations < 1:
+            raise ValueError(f"every_evaluations must be >= 1 or null, got {every_evaluations}")
         self.dir = Path(checkpoint_dir)
-        self.plateau_patience = plateau_patience
-        self.plateau_decay = plateau_decay
-        self.switch_patience = switch_patience
-        self.switch_step = switch_step
-        self.stop_patience = stop_patience
-        self.best = float("-inf")
-        self.best_step = -1
-        self.last_improvement = 0
-        self.last_decay = 0
+        self.every_evaluations = math.inf if every_evaluations is None else every_evaluations
+        self.every_seconds = 60.0 * every_minutes
+        self.evaluations_since_last = 0
+        self.last_written = time.monotonic()
+        self.bytes_written = {"best": 0, "last": 0}
+        self.writes = {"best": 0, "last": 0}
+        self.write_seconds = 0.0
+        self.evaluations = 0
+        self.last_step = -1
+        self.stop_reason = ""
 
     @property
     def best_path(self) -> Path:
@@ -75,39 +363,78 @@ class StanzaSchedule(pl.Callback):
     def last_path(self) -> Path:
         return self.dir / "last.ckpt"
 
+    @property
+    def best_of_last_path(self) -> Path:
+        return self.dir / "best-of-last.ckpt"
+
+    def _save(self, trainer: pl.Trainer, kind: str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        path = self.best_path if kind == "best" else self.last_path
+        size = save_atomic(trainer, path, weights_only=kind == "best")
+        if kind == "last" and trainer.is_global_zero and self.best_path.exists():
+            link_atomic(self.best_path, self.best_of_last_path)
+        self.write_seconds += time.perf_counter() - start
+        self.bytes_written[kind] += size
+        self.writes[kind] += 1
+        if kind == "last":
+            self.evaluations_since_last, self.last_written = 0, time.monotonic()
+            self.last_step = trainer.global_step
+        log.debug("wrote %s (%d bytes)", path, size)
+
+    def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        self.last_written = time.monotonic()
+        if trainer.ckpt_path is None:
+            return
+        self.last_step = trainer.global_step  # what last.ckpt holds: not written again at the end
+        if not self.best_of_last_path.exists():
+            return
+        # Resumed: a best.ckpt written after last.ckpt belongs to the lost updates.
+        step = torch.load(self.best_path, map_location="cpu", weights_only=False)["global_step"]
+        if step != module.schedule.best_step and trainer.is_global_zero:
+            log.info("best.ckpt (update %d) is newer than last.ckpt: restoring the best model "
+                     "of update %d", step, module.schedule.best_step)  # fmt: skip
+            os.replace(self.best_of_last_path, self.best_path)
+            link_atomic(self.best_path, self.best_of_last_path)
+        trainer.strategy.barrier()
+
+    def on_train_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        if self.last_step != trainer.global_step:
+            self._save(trainer, "last")
+
     def on_validation_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         if trainer.sanity_checking or trainer.state.fn != "fit":
             return
-        self.dir.mkdir(parents=True, exist_ok=True)
+        schedule = module.schedule
         las = float(trainer.callback_metrics[metric_key("val", "las")])
         step = trainer.global_step
-        if las >= self.best:
-            self.best, self.best_step = las, step
-            self.last_improvement = self.last_decay = step
-            save_atomic(trainer, self.best_path)
-        if module.stage == 1:
-            if step - max(self.last_improvement, self.last_decay) >= self.plateau_patience:
-                module.lr_factor *= self.plateau_decay
-                self.last_decay = step
-            if step - self.last_improvement >= self.switch_patience or step >= self.switch_step:
-                best = torch.load(self.best_path, map_location=module.device, weights_only=False)
-                module.load_state_dict(best["state_dict"])
-                module.start_stage_two(step)
-                self.last_improvement = step
-        elif step - self.last_improvement >= self.stop_patience:
+        decision = schedule.after_evaluation(step, las)
+        self.evaluations += 1
+        self.evaluations_since_last += 1
+        log.info("update %d: dev LAS %.2f%s (best %.2f at update %d)", step, las,
+                 ", a new best" if decision.improved else "", schedule.best,
+                 schedule.best_step)  # fmt: skip
+        if decision.improved:
+            self._save(trainer, "best")
+        for name in decision.decayed:
+            log.info("update %d: %s learning rate decays to %.3g of its base", step, name,
+                     schedule.lr_factor(name))  # fmt: skip
+        for name in decision.unfrozen:
+            module.reset_optimizer_state(name)
+            log.info("update %d: %s unfrozen (its optimiser state reset)", step, name)
+        if decision.switch:
+            best = torch.load(self.best_path, map_location=module.device, weights_only=False)
+            module.load_state_dict(best["state_dict"])
+            log.info("update %d: stage 2 (%s); reloaded the best model of update %d",
+                     step, decision.reason, best["global_step"])  # fmt: skip
+        if decision.stop:
             trainer.should_stop = True
-        save_atomic(trainer, self.last_path)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "best": self.best,
-            "best_step": self.best_step,
-            "last_improvement": self.last_improvement,
-            "last_decay": self.last_decay,
-        }
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.best = state_dict["best"]
-        self.best_step = state_dict["best_step"]
-        self.last_improvement = state_dict["last_improvement"]
-        self.last_decay = state_dict["last_decay"]
+            self.stop_reason = decision.reason
+            log.info("update %d: stopping: %s", step, decision.reason)
+        due = (
+            decision.switch
+            or self.evaluations_since_last >= self.every_evaluations
+            or time.monotonic() - self.last_written >= self.every_seconds
+        )
+        if due:
+            self._save(trainer, "last")

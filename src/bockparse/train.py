@@ -2,10 +2,12 @@
 
 One run trains the condition's loss with Stanza's schedule, keeps the checkpoint with the best
 dev LAS (the later one on ties), then evaluates it on dev and test. The run folder (Hydra's
-``hydra.run.dir``) receives the composed config (``.hydra/``), ``checkpoints/best.ckpt`` and
-``last.ckpt``, ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json`` and the CSV log;
-every file is written atomically. W&B runs offline unless an API key is configured, and a W&B
-failure only costs the W&B log.
+``hydra.run.dir``) receives the composed config (``.hydra/``), ``train.log`` (the config's
+choices, every evaluation, decay, stage switch, the stop reason and where the outputs went),
+``checkpoints/best.ckpt`` (weights only) and ``last.ckpt`` (full state, for ``resume=true``; see
+:mod:`bockparse.schedule`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json`` and
+the CSV log; every file is written atomically. W&B runs offline unless an API key is
+configured, and a W&B failure only costs the W&B log.
 """
 
 from __future__ import annotations
@@ -30,11 +32,14 @@ from omegaconf import DictConfig, OmegaConf
 from .data.conllu import DataError
 from .metrics import NAMES, metric_key
 from .module import ParserModule
-from .schedule import StanzaSchedule, save_atomic
+from .schedule import ScheduleCallback, save_atomic
 
 log = logging.getLogger("bockparse.train")
 
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")  # the repository's conf/ tree
+# The Hydra tree: package data in an installed wheel (setup.py ships conf/ as bockparse/conf),
+# the repository's top-level conf/ in a checkout (editable install or PYTHONPATH=src).
+_PACKAGED_CONF = Path(__file__).resolve().parent / "conf"
+CONF_DIR = str(_PACKAGED_CONF if _PACKAGED_CONF.is_dir() else _PACKAGED_CONF.parents[2] / "conf")
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -83,56 +88,92 @@ def build(cfg: DictConfig, run_dir: Path) -> tuple[pl.LightningDataModule, Parse
     scorer = instantiate(cfg.model)(vocabs=datamodule.vocabs, encoder=encoder)
     module = ParserModule(
         scorer=scorer,
-        loss=instantiate(cfg.condition.loss),
-        decoder=cfg.condition.decoder,
+        loss=instantiate(cfg.loss),
+        decoder=cfg.decoder,
         relations=datamodule.vocabs.rels.itos,
         stage1=instantiate(cfg.optim.stage1),
         stage2=instantiate(cfg.optim.stage2),
-        stage2_warmup=cfg.optim.stage2_warmup,
-        transformer_lr_scale=cfg.encoder.lr_scale,
-        transformer_warmup=cfg.optim.transformer_warmup,
+        schedule=instantiate(cfg.optim.schedule),
         max_grad_norm=cfg.optim.max_grad_norm,
         exclude_punct=cfg.exclude_punct,
     )
     return datamodule, module
 
 
+def log_choices(cfg: DictConfig, run_dir: Path) -> None:
+    """Log the run folder and the composed config's choices that decide the results."""
+    log.info("run folder: %s", run_dir.resolve())
+    if HydraConfig.initialized():
+        choices = HydraConfig.get().runtime.choices
+        log.info("config: %s", ", ".join(f"{group}={choice}" for group, choice in choices.items()
+                                          if not group.startswith("hydra/")))  # fmt: skip
+    optim, trainer = cfg.optim, cfg.trainer
+    log.info("experiment %s, seed %d, %s on %s", cfg.experiment_name, cfg.seed,
+             trainer.precision, trainer.accelerator)  # fmt: skip
+    log.info("updates: at most %d, %d-word batches, dev evaluation every %d; stage 1 %s lr %g, "
+             "stage 2 %s lr %g", optim.max_steps, cfg.data.batch_size, optim.eval_every,
+             optim.stage1._target_.rsplit(".", 1)[-1], optim.stage1.lr,
+             optim.stage2._target_.rsplit(".", 1)[-1], optim.stage2.lr)  # fmt: skip
+    log.info("schedule: %s", OmegaConf.to_container(optim.schedule, resolve=True))
+
+
 def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """Train, select, evaluate and write the outputs of one run; returns ``metrics.json``."""
+    log_choices(cfg, run_dir)
     pl.seed_everything(cfg.seed, workers=True)
     datamodule, module = build(cfg, run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    schedule = StanzaSchedule(ckpt_dir, **cfg.optim.schedule)
+    callback = ScheduleCallback(ckpt_dir, **cfg.optim.last_checkpoint)
     loggers = make_loggers(cfg, run_dir)
     trainer: pl.Trainer = instantiate(
-        cfg.trainer, logger=loggers or False, callbacks=[schedule], default_root_dir=str(run_dir)
+        cfg.trainer, logger=loggers or False, callbacks=[callback], default_root_dir=str(run_dir)
     )
-    resume = schedule.last_path if cfg.resume and schedule.last_path.exists() else None
+    # Lightning evaluates under torch.no_grad inside fit (inference_mode=False for the fit's
+    # validation loop); dev evaluations here only decode and count, so inference mode is safe.
+    trainer.fit_loop.epoch_loop.val_loop.inference_mode = cfg.trainer.inference_mode
+    resume = callback.last_path if cfg.resume and callback.last_path.exists() else None
     if cfg.resume and resume is None:
-        log.warning("resume=true but %s does not exist: starting afresh", schedule.last_path)
+        log.warning("resume=true but %s does not exist: starting afresh", callback.last_path)
+    if resume is not None:
+        log.info("resuming from %s", resume)
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
     train_seconds = time.perf_counter() - start
-    if not schedule.best_path.exists():  # no evaluation happened: the final model is the best
+    schedule = module.schedule
+    log.info("training ended at update %d after %.1f s: %s", trainer.global_step, train_seconds,
+             callback.stop_reason or f"max_steps={cfg.optim.max_steps} reached")  # fmt: skip
+    if not callback.best_path.exists():  # no evaluation happened: the final model is the best
         ckpt_dir.mkdir(parents=True, exist_ok=True)
-        save_atomic(trainer, schedule.best_path)
+        save_atomic(trainer, callback.best_path, weights_only=True)
         schedule.best_step = trainer.global_step
+    best_step = schedule.best_step
+    written = callback.bytes_written
+    writes = callback.writes
+    log.info("checkpoints: best.ckpt %d× (%.1f MB), last.ckpt %d× (%.1f MB) over %d evaluations, "
+             "%.1f s (%.1f %% of training)", writes["best"], written["best"] / 1e6, writes["last"],
+             written["last"] / 1e6, callback.evaluations, callback.write_seconds,
+             100 * callback.write_seconds / max(train_seconds, 1e-9))  # fmt: skip
+    log.info("evaluating best.ckpt (update %d) on dev and test", best_step)
     result: dict[str, Any] = {}
     for stage, evaluate in (("val", trainer.validate), ("test", trainer.test)):
-        evaluate(module, datamodule=datamodule, ckpt_path=str(schedule.best_path))
-        module.write_predictions(stage, run_dir / "predictions" / f"{stage}.conllu")
+        evaluate(module, datamodule=datamodule, ckpt_path=str(callback.best_path))
+        path = run_dir / "predictions" / f"{stage}.conllu"
+        module.write_predictions(stage, path)
         result.update({metric_key(stage, n): module.scores[stage][n] for n in NAMES})
+        scores = ", ".join(f"{n.upper()} {module.scores[stage][n]:.2f}" for n in NAMES)
+        log.info("%s: %s; predictions in %s", stage, scores, path)
     result.update(
-        best_step=schedule.best_step,
+        best_step=best_step,
         seed=cfg.seed,
         experiment=cfg.experiment_name,
-        condition=cfg.condition.name,
-        decoder=cfg.condition.decoder,
-        loss=cfg.condition.loss._target_.rsplit(".", 1)[-1],
+        condition=cfg.name,
+        decoder=cfg.decoder,
+        loss=cfg.loss._target_.rsplit(".", 1)[-1],
         train_seconds=round(train_seconds, 3),
         decode_seconds=round(module.decode_seconds, 3),
     )
     write_json_atomic(run_dir / "metrics.json", result)
+    log.info("metrics in %s; checkpoints in %s", run_dir / "metrics.json", ckpt_dir)
     return result
 
 

@@ -46,8 +46,8 @@ def test_sweep_axes():
     assert ud["experiment"] == ["table1-ud-ewt", "table1-ud-gsd"]
     assert ud["condition"] == list(TABLE1) and len(ud["seed"]) == 3
     grid = _axes(composed("sweep=ablation"))
-    assert grid["condition"] == ["local-ce", "hinge-cle", "crf"]
-    assert grid["condition.decoder"] == ["cle", "bock", "tarjan", "eisner"]
+    assert grid["loss"] == ["local-ce", "hinge", "crf"]
+    assert grid["decoder"] == ["cle", "bock", "tarjan", "eisner"]
 
 
 def test_table1_ud_jobs_get_one_folder_per_treebank():
@@ -60,20 +60,37 @@ def test_table1_ud_jobs_get_one_folder_per_treebank():
 
 
 @pytest.mark.parametrize(
-    ("condition", "decoder", "name"),
-    [("local-ce", "eisner", "local-ce-eisner"), ("hinge-cle", "bock", "hinge-bock"),
-     ("crf", "tarjan", "crf-tarjan")],
+    ("loss", "decoder", "name"),
+    [("local-ce", "eisner", "local-ce-eisner"), ("local-ce", "cle", "local-ce-cle"),
+     ("hinge", "bock", "hinge-bock"), ("crf", "tarjan", "crf-tarjan")],
 )  # fmt: skip
-def test_ablation_names_loss_and_decoder(condition, decoder, name):
-    cfg = composed("experiment=smoke", "sweep=ablation", f"condition={condition}",
-                   f"condition.decoder={decoder}")  # fmt: skip
-    assert cfg.condition.name == name
-    assert cfg.hydra.sweep.dir == "multirun/smoke-ablation"
-    if "decoder" in cfg.condition.loss:  # the hinge's oracle follows the decoder
-        assert cfg.condition.loss.decoder == decoder
+@pytest.mark.parametrize("experiment", ["smoke", "table1-ud-gsd"])
+def test_ablation_names_loss_and_decoder(experiment, loss, decoder, name):
+    # table1-ud-gsd picks the condition local-ce, whose name the grid must not inherit
+    cfg = composed(f"experiment={experiment}", "sweep=ablation", f"loss={loss}",
+                   f"decoder={decoder}")  # fmt: skip
+    assert cfg.name == name and cfg.decoder == decoder
+    assert cfg.hydra.sweep.dir == f"multirun/{experiment}-ablation"
+    assert cfg.hydra.sweep.subdir == f"{name}/seed1111"
+    if "decoder" in cfg.loss:  # the hinge's oracle follows the decoder
+        assert cfg.loss.decoder == decoder
     # the saved config resolves on its own (no Hydra resolver in it)
     saved = OmegaConf.create(OmegaConf.to_yaml({k: v for k, v in cfg.items() if k != "hydra"}))
-    assert saved.condition.name == name
+    assert saved.name == name and saved.logger.wandb.name == f"{name}-seed1111"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "name"),
+    [(["loss=hinge", "decoder=eisner"], "hinge-eisner"), (["loss=crf"], "crf-bock"),
+     (["loss=transition"], "arc-standard"), (["condition=crf"], "crf"),
+     (["condition=local-ce"], "local-ce"), (["condition=hinge-cle"], "hinge-cle"),
+     (["condition=arc-eager"], "arc-eager"),
+     (["experiment=table1-ud-gsd", "~condition", "loss=crf", "decoder=tarjan"], "crf-tarjan")],
+)  # fmt: skip
+def test_runs_are_named_by_loss_and_decoder_or_their_condition(overrides, name):
+    cfg = composed(*overrides)
+    assert cfg.name == name
+    assert cfg.hydra.run.dir == f"outputs/{cfg.experiment_name}/{name}/seed1111"
 
 
 @pytest.mark.parametrize(
@@ -88,7 +105,7 @@ def test_paper_settings(experiment, encoder):
     assert cfg.data.batch_size == 5000
     assert (cfg.optim.max_steps, cfg.optim.eval_every, cfg.optim.transformer_warmup) == (
         50000, 100, 500)  # fmt: skip
-    assert cfg.exclude_punct is None and cfg.condition.name == "local-ce"
+    assert cfg.exclude_punct is None and cfg.name == "local-ce"
     assert OmegaConf.is_missing(cfg.data, "train")
     assert cfg.hydra.callbacks.require_data._target_.endswith("checks.RequireData")
 
@@ -108,8 +125,9 @@ def test_transition_vs_graph_is_table1_ud_ewt_renamed():
         base = composed("experiment=table1-ud-ewt", f"condition={condition}")
         assert ours.experiment_name == "transition-vs-graph"
         assert ours.seed == base.seed
-        for key in ("data", "encoder", "model", "condition", "optim", "trainer"):
-            assert OmegaConf.to_container(ours[key]) == OmegaConf.to_container(base[key]), key
+        ours, base = OmegaConf.to_container(ours), OmegaConf.to_container(base)
+        for key in ("data", "encoder", "model", "name", "decoder", "loss", "optim", "trainer"):
+            assert ours[key] == base[key], key
 
 
 def test_launchers_compose():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,15 +26,15 @@ def composed(*overrides: str):
 @pytest.mark.parametrize("condition", CONDITIONS)
 def test_every_condition_composes_and_instantiates(condition):
     cfg = composed(f"condition={condition}")
-    assert cfg.condition.name == condition
-    if cfg.condition.decoder is None:  # a parser that decodes itself (bockparse.transition)
+    assert cfg.name == condition
+    if cfg.decoder is None:  # a parser that decodes itself (bockparse.transition)
         assert callable(getattr(get_class(cfg.model._target_), "predict", None))
     else:
-        assert cfg.condition.decoder in METHODS
-    loss = instantiate(cfg.condition.loss)
+        assert cfg.decoder in METHODS
+    loss = instantiate(cfg.loss)
     assert callable(loss)
     if hasattr(loss, "decoder"):
-        assert loss.decoder == cfg.condition.decoder
+        assert loss.decoder == cfg.decoder
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -41,13 +42,39 @@ def test_every_experiment_composes(experiment):
     cfg = composed(f"experiment={experiment}")
     assert cfg.experiment_name
     instantiate(cfg.optim.stage1)
-    instantiate(cfg.condition.loss)
+    instantiate(cfg.optim.stage2)
+    instantiate(cfg.optim.schedule)
+    instantiate(cfg.loss)
 
 
-def test_short_run_writes_every_output(tmp_path, monkeypatch):
+def test_short_run_writes_every_output(tmp_path, monkeypatch, caplog):
+    import logging
+
+    import torch
+
+    from bockparse.module import ParserModule
+
     monkeypatch.chdir(REPO)  # the sample's path is relative to the repository
+    modes: list[bool] = []
+    validation_step = ParserModule.validation_step
+
+    def recording(self, batch, batch_idx):
+        modes.append(torch.is_inference_mode_enabled())
+        return validation_step(self, batch, batch_idx)
+
+    monkeypatch.setattr(ParserModule, "validation_step", recording)
     cfg = composed("experiment=smoke", "condition=local-ce")
-    result = run(cfg, tmp_path)
+    with caplog.at_level(logging.INFO, logger="bockparse"):
+        result = run(cfg, tmp_path)
+    assert modes and all(modes)  # every evaluation under torch.inference_mode
+    best = torch.load(tmp_path / "checkpoints/best.ckpt", weights_only=False)
+    assert "optimizer_states" not in best  # weights only
+    assert "optimizer_states" in torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=False)
+    progress = caplog.text  # what train.log receives through Hydra's job logging
+    for line in ("experiment smoke, seed 1111", "update 3: dev LAS", "update 6: dev LAS",
+                 "training ended at update 6", "max_steps=6 reached", "checkpoints: best.ckpt",
+                 f"predictions in {tmp_path}", f"metrics in {tmp_path}"):  # fmt: skip
+        assert line in progress, line
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics == result
     for key in ("val/uas", "val/las", "val/lcm", "test/uas", "test/las", "test/lcm"):
@@ -85,8 +112,8 @@ def test_nan_loss_stops_with_the_update_named(tmp_path, monkeypatch):
         run(cfg, tmp_path)
 
 
-def _train(tmp_path: Path, *overrides: str, wait_for: Path | None = None):
-    """Run bockparse-train in a subprocess; with ``wait_for``, kill -9 once that file exists."""
+def _train(tmp_path: Path, *overrides: str, wait_for: Callable[[], bool] | None = None):
+    """Run bockparse-train in a subprocess; with ``wait_for``, kill -9 once it returns True."""
     import os
     import signal
     import subprocess
@@ -116,7 +143,7 @@ def _train(tmp_path: Path, *overrides: str, wait_for: Path | None = None):
         assert proc.returncode == 0, out
         return out
     deadline = time.monotonic() + 900
-    while not wait_for.exists():
+    while not wait_for():
         assert proc.poll() is None, proc.stdout.read()
         assert time.monotonic() < deadline
         time.sleep(0.2)
@@ -131,7 +158,7 @@ def test_resume_after_kill(tmp_path):
 
     budget = ["optim.max_steps=30", "optim.eval_every=5"]
     last = tmp_path / "checkpoints/last.ckpt"
-    _train(tmp_path, *budget, wait_for=last)
+    _train(tmp_path, *budget, "optim.last_checkpoint.every_minutes=0", wait_for=last.exists)
     assert (tmp_path / "checkpoints/best.ckpt").exists()
     saved = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
     assert 0 < saved < 30
@@ -144,6 +171,32 @@ def test_resume_after_kill(tmp_path):
 
 
 @pytest.mark.slow
+def test_resume_after_kill_between_two_last_writes(tmp_path):
+    """last.ckpt every second evaluation: a kill after the evaluation of update 15 resumes
+    from update 10, and best.ckpt goes back to the best model last.ckpt knows of."""
+    import torch
+
+    budget = [
+        "optim.max_steps=30",
+        "optim.eval_every=5",
+        "optim.last_checkpoint.every_evaluations=2",
+    ]
+    log = tmp_path / "train.log"
+    _train(tmp_path, *budget, wait_for=lambda: log.exists() and "update 15: dev" in log.read_text())
+    ckpts = tmp_path / "checkpoints"
+    assert torch.load(ckpts / "last.ckpt", weights_only=False)["global_step"] == 10
+    out = _train(tmp_path, *budget, "resume=true")
+    assert "resuming from" in out and "update 15: dev" in out and "update 5: dev" not in out
+    known = torch.load(ckpts / "last.ckpt", weights_only=False)
+    assert known["global_step"] == 30 and "optimizer_states" in known
+    best = torch.load(ckpts / "best.ckpt", weights_only=False)
+    assert "optimizer_states" not in best
+    assert best["global_step"] == known["bockparse"]["schedule"]["best_step"]
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["best_step"] == best["global_step"]
+
+
+@pytest.mark.slow
 def test_same_seed_same_metrics(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     _train(first, "seed=2222")
@@ -153,3 +206,74 @@ def test_same_seed_same_metrics(tmp_path):
     for timing in ("train_seconds", "decode_seconds"):
         a.pop(timing), b.pop(timing)
     assert a == b
+
+
+PAPER = {  # Wang & Park (2026), §5 and Appendix B; Stanza 1.15's defaults where the paper is silent
+    "encoder.lr_scale": 1.0,  # "BERT is fully fine-tuned"
+    "encoder.layers": 4,
+    "model.lstm_layers": 3,  # "three-layer bidirectional LSTM with hidden-size setting 400"
+    "model.lstm_hidden": 400,
+    "model.use_words": True,  # "Word and character representations, UPOS, XPOS, and
+    "model.use_chars": True,  # morphological features"
+    "model.use_upos": True,
+    "model.use_xpos": True,
+    "model.use_feats": True,
+    "model.word_dim": 75,
+    "model.char_dim": 100,
+    "model.char_hidden": 400,
+    "model.tag_dim": 50,
+    "model.dropout": 0.5,
+    "model.word_dropout": 0.33,
+    "model.arc_hidden": 400,
+    "model.rel_hidden": 400,
+    "model.aux_hidden": 400,
+    "model.linearization": True,  # "auxiliary losses"
+    "model.distance": True,
+    "data.batch_size": 5000,  # "a token budget of 5,000 per batch"
+    "data.single_root": True,
+    "optim.stage1._target_": "torch.optim.Adadelta",  # "Stanza's Adadelta-to-Adam schedule"
+    "optim.stage1.lr": 2.0,
+    "optim.stage1.weight_decay": 1e-5,
+    "optim.stage2._target_": "torch.optim.Adam",
+    "optim.stage2.lr": 2e-4,
+    "optim.stage2.betas": [0.9, 0.999],
+    "optim.stage2.eps": 1e-6,
+    "optim.stage2_warmup": 200,
+    "optim.transformer_warmup": 500,  # "500 BERT warm-up steps"
+    "optim.max_grad_norm": 1.0,
+    "optim.max_steps": 50000,  # "at most 50,000 updates"
+    "optim.eval_every": 100,  # "Development evaluation occurs every 100 updates"
+    "optim.schedule.plateau_patience": 500,
+    "optim.schedule.plateau_decay": 0.8,
+    "optim.schedule.plateau_threshold": 1e-4,
+    "optim.schedule.switch_patience": 2000,
+    "optim.schedule.switch_step": 10000,
+    "optim.schedule.stop_patience": 2000,
+    "optim.schedule.stage2_warmup": 200,
+    "optim.schedule.transformer_freeze": 500,
+    "optim.schedule.transformer_warmup": 500,
+    "optim.schedule.transformer_lr_scale": 1.0,
+    "optim.schedule.stage2_transformer_lr_scale": 1e-3,
+    "optim.schedule.transformer_weight_decay": 0.0,
+    "trainer.precision": "32-true",
+    "trainer.deterministic": False,  # "Deterministic algorithms are disabled"
+    "trainer.log_every_n_steps": 20,  # "The first recorded training loss is at update 20"
+    "trainer.accelerator": "gpu",
+}
+
+
+@pytest.mark.parametrize(
+    ("experiment", "extra"),
+    [
+        ("table1-ptb", {"encoder.name_or_path": "bert-base-cased", "data.on_malformed": "error"}),
+        ("table1-ctb", {"encoder.name_or_path": "bert-base-chinese", "data.on_malformed": "skip"}),
+    ],
+)
+def test_paper_experiments_compose_to_the_paper_settings(experiment, extra):
+    from omegaconf import OmegaConf
+
+    cfg = composed(f"experiment={experiment}")
+    got = {key: OmegaConf.select(cfg, key) for key in {**PAPER, **extra}}
+    got = {k: OmegaConf.to_container(v) if OmegaConf.is_config(v) else v for k, v in got.items()}
+    assert got == {**PAPER, **extra}
+    assert cfg.exclude_punct is None  # punctuation scored, as in the main results

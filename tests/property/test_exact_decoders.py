@@ -93,6 +93,20 @@ def test_original_and_reformulated_bock_identical_on_parser_like(single_root):
         assert np.array_equal(a, b)
 
 
+def test_tarjan_returns_bocks_tree_on_small_graphs():
+    """Theorem 1 (§4.1): rooted corrected Tarjan and Bock give identical arrays, ties included."""
+    for S in GRAPHS:
+        a, b = (_rooted(S, method) for method in ("bock", "tarjan"))
+        assert (a is None and b is None) or np.array_equal(a, b), S
+
+
+def _rooted(S, method):
+    try:
+        return decode(S, method, single_root=False)
+    except NoTreeError:
+        return None
+
+
 def test_all_methods_reach_the_same_score_on_parser_like():
     rng = np.random.default_rng(11)
     for _ in range(1000):

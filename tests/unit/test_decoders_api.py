@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -16,8 +20,10 @@ from bockparse.decoders import (
     is_tree,
     tree_score,
 )
+from bockparse.decoders.pool import decode_padded
 from bockparse.decoders.synthetic import integer_graph, parser_like
 from bockparse.decoders.trace import main as trace_main
+from bockparse.decoders.trees import OK, REWEIGHT, SINGLE_ROOT, UNCONSTRAINED
 
 NEG = -np.inf
 NONPROJECTIVE = tuple(m for m in METHODS if m != "eisner")
@@ -214,7 +220,7 @@ def test_check_tree_reasons():
         check_tree(np.array([0, 0]))
 
 
-@pytest.mark.parametrize("method", ANY_LENGTH)
+@pytest.mark.parametrize("method", (*ANY_LENGTH, "stanza-cle"))
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_decode_batch_equals_decode(method, workers):
     rng = np.random.default_rng(13)
@@ -253,6 +259,45 @@ def test_decode_batch_equals_decode(method, workers):
         for b, heads in enumerate(expected):
             assert np.array_equal(as_array[b, : len(heads)], heads)
             assert (as_array[b, len(heads) :] == -1).all()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_batch_loop_equals_the_python_loop(method, dtype):
+    """Each method's cached ``batch`` gives what its kernel gives sentence by sentence."""
+    rng = np.random.default_rng(23)
+    lengths = rng.integers(1, get_decoder(method).max_words or 12, size=9, endpoint=True)
+    M = int(lengths.max()) + 1
+    S = np.full((len(lengths), M, M), np.nan, dtype=dtype)
+    for b, n in enumerate(lengths):
+        S[b, : n + 1, : n + 1] = integer_graph(int(n), rng, forbid=0.1)
+    decoder = get_decoder(method)
+    in_python = dataclasses.replace(decoder, batch=None)
+    for root in (UNCONSTRAINED, SINGLE_ROOT, REWEIGHT):
+        heads, status = decode_padded(decoder, S, lengths, root, 2)
+        expected_heads, expected_status = decode_padded(in_python, S, lengths, root, 1)
+        assert np.array_equal(status, expected_status)
+        assert np.array_equal(heads, expected_heads)
+        assert (status == OK).any()
+
+
+def test_first_batch_of_a_process_loads_the_compiled_loop_from_the_cache():
+    """No compilation at the first ``decode_batch`` of a process once the cache is warm."""
+    script = (
+        "import numpy as np\n"
+        "from bockparse.decoders import METHODS, decode_batch, get_decoder\n"
+        "S = np.zeros((2, 4, 4), dtype=np.float32)\n"
+        "misses = {}\n"
+        "for m in METHODS:\n"
+        "    decode_batch(S, [3, 2], m, workers=1)\n"
+        "    misses[m] = sum(get_decoder(m).batch.stats.cache_misses.values())\n"
+        "print(misses)\n"
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        for _ in range(2)
+    ]  # the first run may fill the cache; the second must only load
+    assert runs[1].stdout.strip() == str(dict.fromkeys(METHODS, 0)), runs[1].stdout
 
 
 def test_decode_batch_mixed_sizes_and_dtypes():

@@ -10,6 +10,10 @@ windows of ``C = max_length - 2`` pieces, each ``[CLS] .. [SEP]``, starting ever
 pieces, the last one aligned to the end. Each piece takes its vector from the window where it
 has the most context on its nearer side; ROOT takes the first window's ``[CLS]``. Nothing is
 truncated.
+
+The encoder does not run the ``[W, T]`` windows of a batch as one padded block (one long
+window would pad every other one to its length): :func:`length_chunks` sorts them by length
+and cuts them into length-homogeneous chunks, each padded only to its own longest window.
 """
 
 from __future__ import annotations
@@ -188,11 +192,43 @@ class WordPieces:
         )
 
 
+def length_chunks(lengths: np.ndarray, max_pieces: int, max_padding: float) -> list[np.ndarray]:
+    """Windows grouped into chunks of similar length, for the encoder to run one at a time.
+
+    The windows are sorted by length and cut greedily: a chunk takes the next (longer) window
+    unless its padded size (windows times the longest) would exceed ``max_pieces`` or
+    ``max_padding`` times its real pieces. A chunk has at least one window, so every chunk's
+    padded size is at most ``max(max_pieces, its window length)`` and at most ``max_padding``
+    times its real pieces, whence the batch's padded / real pieces is at most ``max_padding``.
+
+    Args:
+        lengths: int ``[W]`` real pieces per window (``attention_mask.sum(-1)``), each >= 1.
+        max_pieces: padded pieces per chunk (bounds the encoder's activation memory).
+        max_padding: the largest padded / real pieces of a chunk, >= 1.
+
+    Returns:
+        Int64 window indices per chunk, shortest windows first; together a permutation of
+        ``0..W-1``. Time O(W log W).
+    """
+    order = np.argsort(lengths, kind="stable")
+    chunks, start, real = [], 0, 0
+    for k, i in enumerate(order.tolist()):
+        size = int(lengths[i])
+        padded = (k - start + 1) * size  # the chunk with window i, which is its longest
+        if k > start and (padded > max_pieces or padded > max_padding * (real + size)):
+            chunks.append(order[start:k])
+            start, real = k, 0
+        real += size
+    chunks.append(order[start:])
+    return chunks
+
+
 def pool_pieces(hidden: torch.Tensor, subwords: Subwords, pooling: Pooling) -> torch.Tensor:
     """Word vectors from encoder outputs: each word's first piece, or the mean of its pieces.
 
     Args:
-        hidden: float ``[W, T, H]``, the encoder outputs of ``subwords.input_ids``.
+        hidden: float ``[W, T, H]``, the encoder outputs of ``subwords.input_ids``; or any
+            ``[..., H]`` whose rows, flattened, ``subwords.piece_index`` indexes.
         subwords: the batch's ``Subwords``.
         pooling: ``"first"`` or ``"mean"``. ROOT gets the ``[CLS]`` vector either way.
 

@@ -9,6 +9,23 @@ Public API::
 Conventions (the Bock paper §2): ``scores`` is float ``[N, N]`` with ``N = n + 1`` and node 0
 the artificial root; ``-inf`` forbids an arc; column 0 and the diagonal are ignored; the input
 is never modified. ``heads`` is int64 ``[N]`` with ``heads[0] == -1``.
+
+Which methods return the same tree when the optimum is not unique:
+
+* identical arrays on every input, ties and forbidden arcs included: ``bock`` and
+  ``bock-original`` (rooted and single root, the same scan and first-minimum rule, §3.3), and,
+  without the root constraint, ``tarjan`` (Theorem 1, §4.1: corrected Tarjan on Bock's
+  component schedule with the common tie order, smallest original dependent then smallest
+  original head). For ``tarjan`` this holds whenever the arithmetic is exact (integer or
+  dyadic scores, as in the tests); in general floating point the two sum the same
+  adjustments in different orders, so optima tied in exact arithmetic may be split apart;
+* equal optimal values only: ``cle`` and ``stanza-cle`` (their own cycle orders and ties),
+  ``eisner`` among projective trees, ``brute``, and every single-root procedure across methods
+  (Bock's enumeration of root children, Gabow–Tarjan, the root penalty, Stanza's shift).
+
+``stanza-cle`` (Stanza's CL/E, :mod:`.stanza_cle`) is registered for substitution studies but
+not in :data:`METHODS`: it needs the ``bench`` extra and, with the root constraint,
+log-probabilities (scores ``<= 0``).
 """
 
 from __future__ import annotations
@@ -17,7 +34,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import bock, bock_original, brute, cle, eisner, tarjan  # noqa: F401  (registration)
+from . import bock, bock_original, brute, cle, eisner, stanza_cle, tarjan  # noqa: F401
 from .kbest import iter_kbest, kbest
 from .pool import decode_padded, default_workers
 from .registry import Decoder, get_decoder, registered_names
@@ -38,7 +55,9 @@ from .trees import (
     tree_score,
 )
 
-METHODS: tuple[str, ...] = registered_names()
+# The package's own decoders, exact for scores of any sign. ``stanza-cle`` (Stanza's CL/E, for
+# substitution studies) is registered too, but needs the bench extra and log-probabilities.
+METHODS: tuple[str, ...] = tuple(m for m in registered_names() if m != "stanza-cle")
 
 ROOT_STRATEGIES = (None, "reweight")
 
@@ -168,7 +187,7 @@ def decode_batch(
     if lens.size:
         decoder.check_length(int(lens.max()))
     heads, status = decode_padded(
-        decoder.kernel, S, lens, root, default_workers() if workers is None else workers
+        decoder, S, lens, root, default_workers() if workers is None else workers
     )
     bad = np.flatnonzero(status != OK)
     if bad.size:

@@ -32,12 +32,21 @@ import numba as nb
 import numpy as np
 
 from . import bock as _self  # numba caches a function passed as a value only via a module
-from .registry import register
-from .trees import INTERNAL_ERROR, NEG_INF, NO_TREE, OK, enumerate_root_children, run_kernel
+from .pool import decode_rows
+from .registry import register, register_batch
+from .trees import (
+    INTERNAL_ERROR,
+    NEG_INF,
+    NO_TREE,
+    OK,
+    enumerate_root_children,
+    run_kernel,
+    work_matrix,
+)
 
 
 @nb.njit(nogil=True, cache=True)
-def solve_rooted(W, heads, slack, tracer=None):
+def solve_rooted(W, heads, slack, tracer=None, stars=None):
     """Minimum-cost rooted arborescence of ``C = -W`` by Algorithm 1 (§3.2).
 
     Args:
@@ -48,6 +57,8 @@ def solve_rooted(W, heads, slack, tracer=None):
             cost of each root arc (``inf`` where forbidden), for the single-root bound.
         tracer: ``None`` when compiled; the step printer of ``bockparse-trace-bock`` when the
             pure-Python ``solve_rooted.py_func`` is run (its calls are pruned when ``None``).
+        stars: ``None`` (pruned when compiled), or int64 ``[N, N]`` receiving ``I*`` after every
+            completed column ``K`` in row ``K`` (Theorem 1's hook, for tests).
 
     Returns:
         ``OK``; ``NO_TREE`` when a candidate search finds no admissible arc (infeasible);
@@ -129,6 +140,8 @@ def solve_rooted(W, heads, slack, tracer=None):
                 I1 = following // N
                 J1 = following % N
             break
+        if stars is not None:
+            stars[K, :] = star
     heads[0] = -1
     heads[1:] = star[1:]
     for c in range(1, N):
@@ -144,8 +157,33 @@ def solve(W, single_root, heads):
     return solve_rooted(W, heads, np.empty(W.shape[0]))
 
 
+def prefix_stars(scores) -> np.ndarray:
+    """Bock's starred arcs ``I*`` after every completed column (Theorem 1's hook, for tests).
+
+    Args:
+        scores: float ``[N, N]``, ``scores[h, d]``; the rooted problem (no root constraint).
+
+    Returns:
+        int64 ``[N, N]``: row ``K`` is ``I*`` once column ``K`` is complete (``-1`` for ⊥, at
+        ROOT and at the words ``K + 1..n``); row 0 all ``-1``; row ``n`` is the ``bock`` tree.
+        Rows are ``-1`` from the first column with an empty candidate set (infeasible).
+    """
+    W = work_matrix(scores)
+    N = W.shape[0]
+    stars = np.full((N, N), -1, dtype=np.int64)
+    solve_rooted(W, np.empty(N, dtype=np.int64), np.empty(N), None, stars)
+    return stars
+
+
 @register("bock")
 @nb.njit(nogil=True, cache=True)
 def kernel(S, root, heads):
     """Entry point: ``run_kernel`` conventions (:mod:`.trees`)."""
     return run_kernel(_self.solve, S, root, heads)
+
+
+@register_batch("bock")
+@nb.njit(nogil=True, cache=True)
+def batch(S, lengths, root, heads, status, start, step):
+    """Batch loop: ``decode_rows`` conventions (:mod:`.pool`)."""
+    decode_rows(_self.kernel, S, lengths, root, heads, status, start, step)

@@ -23,7 +23,8 @@ import numba as nb
 import numpy as np
 
 from . import bock_original as _self  # numba caches a function passed as a value only via a module
-from .registry import register
+from .pool import decode_rows
+from .registry import register, register_batch
 from .trees import INTERNAL_ERROR, NO_TREE, OK, enumerate_root_children, run_kernel
 
 M = np.inf  # Bock's "M": the cost of a forbidden link
@@ -157,3 +158,10 @@ def solve(W, single_root, heads):
 def kernel(S, root, heads):
     """Entry point: ``run_kernel`` conventions (:mod:`.trees`)."""
     return run_kernel(_self.solve, S, root, heads)
+
+
+@register_batch("bock-original")
+@nb.njit(nogil=True, cache=True)
+def batch(S, lengths, root, heads, status, start, step):
+    """Batch loop: ``decode_rows`` conventions (:mod:`.pool`)."""
+    decode_rows(_self.kernel, S, lengths, root, heads, status, start, step)

@@ -12,7 +12,8 @@ import numba as nb
 import numpy as np
 
 from . import brute as _self  # numba caches a function passed as a value only via a module
-from .registry import register
+from .pool import decode_rows
+from .registry import register, register_batch
 from .trees import NEG_INF, NO_TREE, OK, load_scores, run_kernel
 
 MAX_WORDS = 8
@@ -105,6 +106,13 @@ def solve(W, single_root, heads):
 def kernel(S, root, heads):
     """Entry point: ``run_kernel`` conventions (:mod:`.trees`)."""
     return run_kernel(_self.solve, S, root, heads)
+
+
+@register_batch("brute")
+@nb.njit(nogil=True, cache=True)
+def batch(S, lengths, root, heads, status, start, step):
+    """Batch loop: ``decode_rows`` conventions (:mod:`.pool`)."""
+    decode_rows(_self.kernel, S, lengths, root, heads, status, start, step)
 
 
 def all_trees(scores, *, single_root: bool = True) -> tuple[np.ndarray, np.ndarray]:

@@ -29,9 +29,10 @@ again. Three kinds:
 * ``F(G', T)``: a cell whose best tree ``T`` has not been output (see the tie guard below).
 
 Second best (``next`` of §3: the blue-edge base case and the expansion lemma, unrolled over
-the contraction sequence). The compiled corrected Tarjan of :mod:`.tarjan` (the same dense
-O(N^2) scheme, extended) keeps, for every component, its incoming array with the best and the
-second-best arc from every source node (different dependents), and the reconstruction forest.
+the contraction sequence). The contraction engine of the ``tarjan`` decoder
+(:func:`.tarjan.contract`, the same run with the same tie rule) keeps, for every component, its
+incoming array with the best and the second-best arc from every source node (different
+dependents), and the reconstruction forest.
 Every arc of ``T`` is a forest node that the recovery keeps, the selection of one component
 ``c`` at one level of the contraction sequence (the base graph for the top-level components,
 the graph of a contracted cycle for its other members). Its best swap replaces it by the best
@@ -45,10 +46,11 @@ of ``G' + e`` may not return among equal-weight trees: the second best is then c
 different tree and ``T`` would come out twice. The result of the solve is therefore compared
 with ``T``; on a mismatch the cell ``G' + e`` minus ``T`` is split instead by Lawler's
 partition around ``T`` (ban its first free arc; force it and ban the second; ...), each part
-an ``F`` cell solved afresh (O(N^3) for that split; rare: a few in a thousand solves on
-small-integer scores, none seen on real-valued ones). This keeps the cells disjoint, so no
-tree is output twice, and every list equals the brute-force top-k (as a multiset of scores)
-on ties of any kind. (The same guard also covers real ties that float64 rounding breaks.)
+an ``F`` cell solved afresh (O(N^3) for that split). With the engine's tie order (Theorem 1's,
+a fixed order on original arcs) no mismatch was seen on 20,000 tie-heavy small graphs; the
+guard stays for ties that float64 rounding breaks differently in the two solves. It keeps the
+cells disjoint, so no tree is output twice, and every list equals the brute-force top-k (as a
+multiset of scores) on ties of any kind.
 
 The reference implementation of the paper is known to misorder and repeat trees under the
 root constraint with negative scores; nothing here depends on the sign of the scores: root
@@ -64,7 +66,7 @@ from collections.abc import Iterator
 import numba as nb
 import numpy as np
 
-from .tarjan import solve_tarjan
+from .tarjan import contract, solve_tarjan
 from .trees import (
     NEG_INF,
     NO_TREE,
@@ -115,186 +117,18 @@ def _build(W0, store, bans, forced, root_only, Wm):
 
 
 @nb.njit(nogil=True, cache=True)
-def _solve_struct(W, heads, MW, MD, MW2, iw, fw):
-    """Unconstrained corrected Tarjan (as :func:`.tarjan.solve_tarjan`) keeping its structure.
+def _best_swap(W, heads, forest, MW2, nf):
+    """The least-loss swap of one tree arc (§3): ``(loss, source, dependent)``, or ``inf``.
 
-    Besides the best arc from each source node, merged incoming arrays keep the second-best
-    arc from that node into the component (``MW2``, another dependent). ``iw`` rows: see the
-    names below; ``fcomp[f]`` is the component whose selection forest node ``f`` is and
-    ``incl[f]`` says whether the recovery kept it as a tree arc.
-
-    Returns:
-        ``(status, number of forest nodes)``.
+    ``forest``, ``MW2`` and ``nf``: what :func:`.tarjan.contract` left of its run on ``W``,
+    whose recovery gave ``heads``.
     """
     N = W.shape[0]
-    comp = iw[0]
-    nxt = iw[1]
-    wpar = iw[2]
-    leaf = iw[3]
-    gh = iw[4]
-    first = iw[5]
-    last = iw[6]
-    sel_src = iw[7]
-    sel_f = iw[8]
-    fsrc = iw[9]
-    fdep = iw[10]
-    fpar = iw[11]
-    members = iw[12]
-    fcomp = iw[13]
-    incl = iw[14]
-    sel_w = fw[0]
-    gw = fw[1]
-    heads[0] = -1
-    for d in range(N):
-        gw[d] = NEG_INF
-        gh[d] = -1
-        comp[d] = d
-        nxt[d] = -1
-        wpar[d] = d
-        first[d] = d
-        last[d] = d
-        sel_src[d] = -1
-    for h in range(N):
-        row = W[h]
-        for d in range(1, N):
-            x = row[d]
-            if x > gw[d]:
-                gw[d] = x
-                gh[d] = h
-    nf = 0
-    nm = 0
-    for v in range(1, N):
-        c = v
-        bw = gw[v]
-        bsrc = gh[v]
-        bdep = v
-        while True:
-            if bsrc < 0:
-                return NO_TREE, nf
-            f = nf
-            nf += 1
-            fpar[f] = -1
-            fsrc[f] = bsrc
-            fdep[f] = bdep
-            fcomp[f] = c
-            sel_f[c] = f
-            sel_w[c] = bw
-            sel_src[c] = bsrc
-            if c < N:
-                leaf[c] = f
-            if bsrc == 0:
-                break
-            rc = first[c]
-            while wpar[rc] != rc:
-                wpar[rc] = wpar[wpar[rc]]
-                rc = wpar[rc]
-            ru = bsrc
-            while wpar[ru] != ru:
-                wpar[ru] = wpar[wpar[ru]]
-                ru = wpar[ru]
-            if rc != ru:
-                wpar[rc] = ru
-                break
-            k = nm
-            nm += 1
-            nc = N + k
-            nmem = 0
-            x = comp[bsrc]
-            while x != c:
-                members[nmem] = x
-                nmem += 1
-                if nmem >= N or sel_src[x] < 0:
-                    return MISMATCH + 1, nf  # broken invariant
-                x = comp[sel_src[x]]
-            members[nmem] = c
-            nmem += 1
-            row = MW[k]
-            row2 = MW2[k]
-            drow = MD[k]
-            for u in range(N):
-                row[u] = NEG_INF
-                row2[u] = NEG_INF
-            for i in range(nmem):
-                m = members[i]
-                s = sel_w[m]
-                if m < N:
-                    for u in range(N):
-                        b = W[u, m] - s
-                        if b > row[u]:
-                            row2[u] = row[u]
-                            row[u] = b
-                            drow[u] = m
-                        elif b > row2[u]:
-                            row2[u] = b
-                else:
-                    src = MW[m - N]
-                    src2 = MW2[m - N]
-                    sdep = MD[m - N]
-                    for u in range(N):
-                        b = src[u] - s
-                        if b > row[u]:
-                            row2[u] = max(row[u], src2[u] - s)
-                            row[u] = b
-                            drow[u] = sdep[u]
-                        else:
-                            row2[u] = max(row2[u], b)
-            for i in range(nmem):
-                m = members[i]
-                fpar[sel_f[m]] = nf
-                v2 = first[m]
-                while v2 >= 0:
-                    comp[v2] = nc
-                    row[v2] = NEG_INF
-                    row2[v2] = NEG_INF
-                    v2 = nxt[v2]
-                if i == 0:
-                    first[nc] = first[m]
-                else:
-                    nxt[last[nc]] = first[m]
-                last[nc] = last[m]
-            bw = NEG_INF
-            bsrc = -1
-            for u in range(N):
-                if row[u] > bw:
-                    bw = row[u]
-                    bsrc = u
-            if bsrc >= 0:
-                bdep = drow[bsrc]
-            c = nc
-    for f in range(nf):
-        incl[f] = 0
-    for f in range(nf - 1, -1, -1):
-        if incl[f] < 0:
-            continue
-        v = fdep[f]
-        heads[v] = fsrc[f]
-        incl[f] = 1
-        x = leaf[v]
-        while x != f:
-            if x < 0:
-                return MISMATCH + 1, nf
-            incl[x] = -1
-            x = fpar[x]
-    for f in range(nf):
-        if incl[f] < 0:
-            incl[f] = 0
-    return OK, nf
-
-
-@nb.njit(nogil=True, cache=True)
-def _best_swap(W, heads, MW, MW2, iw, fw, nf):
-    """The least-loss swap of one tree arc (§3): ``(loss, source, dependent)``, or ``inf``."""
-    N = W.shape[0]
-    fsrc = iw[9]
-    fdep = iw[10]
-    fcomp = iw[13]
-    incl = iw[14]
-    tin = iw[15]
-    size = iw[16]
-    cstart = iw[17]
-    clist = iw[18]
-    stack = iw[19]
-    sel_w = fw[0]
+    tin = np.empty(N, dtype=np.int64)  # preorder of the tree
+    size = np.empty(N + 1, dtype=np.int64)  # subtree sizes (first a fill cursor)
+    cstart = np.empty(N + 1, dtype=np.int64)  # children of u: clist[cstart[u]:cstart[u + 1]]
+    clist = np.empty(N, dtype=np.int64)
+    stack = np.empty(N, dtype=np.int64)
     # Preorder intervals of the tree: u is below v iff tin[v] <= tin[u] < tin[v] + size[v].
     for u in range(N + 1):
         cstart[u] = 0
@@ -329,9 +163,7 @@ def _best_swap(W, heads, MW, MW2, iw, fw, nf):
         size[heads[u]] += size[u]
     # Swaps of the arcs kept at the singleton level, all at once in one row-major pass: the
     # best arc into d from a source outside d's subtree, other than d's head.
-    alt1 = fw[1]
-    for d in range(N):
-        alt1[d] = NEG_INF
+    alt1 = np.full(N, NEG_INF)
     for u in range(N):
         tu = tin[u]
         row = W[u]
@@ -343,18 +175,18 @@ def _best_swap(W, heads, MW, MW2, iw, fw, nf):
     bsrc = -1
     bdep = -1
     for f in range(nf):
-        if incl[f] != 1:
+        if forest.deleted[f]:
             continue
-        c = fcomp[f]
-        v = fdep[f]
-        uf = fsrc[f]
+        c = forest.fcomp[f]
+        v = forest.fdep[f]
+        uf = forest.fsrc[f]
         lo = tin[v]
         hi = lo + size[v]
         if c < N:
             alt = alt1[v]
         else:
             alt = NEG_INF
-            row = MW[c - N]
+            row = forest.MW[c - N]
             for u in range(N):
                 tu = tin[u]
                 if tu >= lo and tu < hi:
@@ -363,7 +195,7 @@ def _best_swap(W, heads, MW, MW2, iw, fw, nf):
                 if x > alt:
                     alt = x
         if alt > NEG_INF:
-            loss = sel_w[c] - alt
+            loss = forest.sel_w[c] - alt
             if loss < best:
                 best = loss
                 bsrc = uf
@@ -372,18 +204,16 @@ def _best_swap(W, heads, MW, MW2, iw, fw, nf):
 
 
 @nb.njit(nogil=True, cache=True)
-def _next(W0, store, bans, forced, root_only, ref, heads, F3, fw, MD, iw):
+def _next(W0, store, bans, forced, root_only, ref, heads):
     """Best tree of a cell and its best swap: ``(status, score, second score, e code)``.
 
     ``ref``: the tree the cell's best must be (length 0: none); ``MISMATCH`` otherwise.
-    ``F3``, ``fw``, ``MD``, ``iw``: the work buffers of :class:`_Cells` (C-contiguous).
     """
     N = W0.shape[0]
-    Wm = F3[0]
-    MW = F3[1]
-    MW2 = F3[2]
+    Wm = np.empty((N, N))
     _build(W0, store, bans, forced, root_only, Wm)
-    status, nf = _solve_struct(Wm, heads, MW, MD, MW2, iw, fw)
+    MW2 = np.empty((max(N - 2, 1), N))
+    status, nf, forest = contract(Wm, False, heads, MW2, None)
     if status != OK:
         return status, NEG_INF, NEG_INF, -1
     if ref.shape[0] > 0:
@@ -391,16 +221,16 @@ def _next(W0, store, bans, forced, root_only, ref, heads, F3, fw, MD, iw):
             if heads[d] != ref[d]:
                 return MISMATCH, NEG_INF, NEG_INF, -1
     score = tree_score_kernel(W0, heads)
-    loss, esrc, edep = _best_swap(Wm, heads, MW, MW2, iw, fw, nf)
+    loss, esrc, edep = _best_swap(Wm, heads, forest, MW2, nf)
     if esrc < 0:
         return OK, score, NEG_INF, -1
     return OK, score, score - loss, esrc * N + edep
 
 
 @nb.njit(nogil=True, cache=True)
-def _single(W0, store, bans, heads, F3):
+def _single(W0, store, bans, heads):
     """Best single-root tree without the root arcs in ``bans``: ``(status, score, root child)``."""
-    Wm = F3[0]
+    Wm = np.empty_like(W0)
     _build(W0, store, bans, -1, -1, Wm)
     status = solve_tarjan(Wm, True, heads)
     if status != OK:
@@ -413,18 +243,12 @@ def _single(W0, store, bans, heads, F3):
 
 
 class _Cells:
-    """Work buffers, the shared store of constraint chains, and the compiled steps."""
+    """The shared store of constraint chains, and the compiled steps."""
 
     def __init__(self, W0: np.ndarray):
         N = W0.shape[0]
         self.W0 = W0
         self.N = N
-        # The cell matrix and the merged incoming arrays (best, second best); per-component
-        # floats; the dependents of the merged arrays; the rows of the Tarjan state.
-        self.F3 = np.empty((3, N, N))
-        self.fw = np.empty((2, 2 * N))
-        self.MD = np.empty((N, N), dtype=np.int64)
-        self.iw = np.empty((20, 2 * N + 1), dtype=np.int64)
         self.store = np.empty((2, 64), dtype=np.int64)
         self.size = 0
         self.none = np.empty(0, dtype=np.int64)
@@ -449,14 +273,13 @@ class _Cells:
     def next(self, bans: int, forced: int, root_only: int, ref=None):
         heads = np.empty(self.N, dtype=np.int64)
         status, score, second, e = _next(
-            self.W0, self.store, bans, forced, root_only, self.none if ref is None else ref,
-            heads, self.F3, self.fw, self.MD, self.iw,
-        )  # fmt: skip
+            self.W0, self.store, bans, forced, root_only, self.none if ref is None else ref, heads
+        )
         return status, heads, score, second, e
 
     def single(self, bans: int):
         heads = np.empty(self.N, dtype=np.int64)
-        status, score, child = _single(self.W0, self.store, bans, heads, self.F3)
+        status, score, child = _single(self.W0, self.store, bans, heads)
         return status, heads, score, child
 
 

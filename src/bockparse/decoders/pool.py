@@ -1,8 +1,9 @@
 """Batch decoding on a CPU thread pool (the pool used for the hinge's loss-augmented inference).
 
 The compiled kernels release the GIL (``nogil=True``), so threads decode sentences in parallel
-without pickling matrices. Each thread runs one compiled loop over a strided share of the batch,
-so the per-sentence cost is the kernel alone, with no Python call in between.
+without pickling matrices. Each thread runs one compiled loop (the method's cached ``batch``)
+over a strided share of the batch, so the per-sentence cost is the kernel alone, with no Python
+call in between.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import numpy as np
 from .trees import OK
 
 
-# Not cached: numba's cache cannot hold a function that takes a compiled function as an
-# argument (a reloaded entry refers to a dispatcher that no longer exists). Compiling it links
-# the cached kernels, a fraction of a second per method and dtype.
-@nb.njit(nogil=True)
-def _decode_padded(kernel, S, lengths, root, heads, status, start, step):
-    """Decode sentences ``start, start + step, ...`` of a padded batch.
+@nb.njit(nogil=True, cache=True)
+def decode_rows(kernel, S, lengths, root, heads, status, start, step):
+    """Decode sentences ``start, start + step, ...`` of a padded batch with ``kernel``.
+
+    Each method's cached ``batch`` calls this with its own kernel (a module global there), so
+    the loop is compiled once per method and dtype and then loaded from numba's cache.
 
     Args:
         kernel: a registered decoder kernel.
@@ -62,11 +63,12 @@ def _get_executor(workers: int) -> ThreadPoolExecutor:
         return _executor
 
 
-def decode_padded(kernel, S: np.ndarray, lengths: np.ndarray, root: int, workers: int):
-    """Decode a padded batch on ``workers`` threads.
+def decode_padded(decoder, S: np.ndarray, lengths: np.ndarray, root: int, workers: int):
+    """Decode a padded batch on ``workers`` threads (in the calling thread, sentence by
+    sentence, for a decoder without a compiled batch loop).
 
     Args:
-        kernel: a registered decoder kernel.
+        decoder: a registered :class:`.registry.Decoder`.
         S: float32/float64 ``[B, M, M]``.
         lengths: int64 ``[B]``, words per sentence, each ``<= M - 1``.
         root: root mode.
@@ -79,12 +81,16 @@ def decode_padded(kernel, S: np.ndarray, lengths: np.ndarray, root: int, workers
     heads = np.full((B, M), -1, dtype=np.int64)
     status = np.full(B, OK, dtype=np.int64)
     workers = max(1, min(workers, B))
-    if workers == 1:
-        _decode_padded(kernel, S, lengths, root, heads, status, 0, 1)
+    if decoder.batch is None:
+        for b in range(B):
+            N = int(lengths[b]) + 1
+            status[b] = decoder.kernel(S[b, :N, :N], root, heads[b, :N])
+    elif workers == 1:
+        decoder.batch(S, lengths, root, heads, status, 0, 1)
     else:
         pool = _get_executor(workers)
         jobs = [
-            pool.submit(_decode_padded, kernel, S, lengths, root, heads, status, t, workers)
+            pool.submit(decoder.batch, S, lengths, root, heads, status, t, workers)
             for t in range(workers)
         ]
         for job in jobs:

@@ -142,6 +142,20 @@ def as_float_array(scores) -> np.ndarray:
     return a
 
 
+def work_matrix(scores) -> np.ndarray:
+    """The float64 work matrix of :func:`load_scores` for a square array or tensor.
+
+    Raises:
+        ValueError: not a square non-empty matrix, a NaN cell, or a ``+inf`` admissible cell.
+    """
+    S = as_float_array(scores)
+    check_square(S)
+    W = np.empty(S.shape)
+    if load_scores(S, W) != OK:
+        raise ValueError(find_bad_cell(S))
+    return W
+
+
 def check_square(S: np.ndarray, where: str = "scores") -> None:
     """``ValueError`` unless ``S`` is a square ``[N, N]`` matrix with ``N >= 2``."""
     if S.ndim != 2 or S.shape[0] != S.shape[1]:
@@ -299,11 +313,17 @@ def enumerate_root_children(solve, W, heads):
     forbidden) and keep the best tree, the smallest ``c`` among equal scores, i.e. the first
     best of the enumeration ``c = 1..n``.
 
-    Children that cannot win are skipped, which leaves the result unchanged: by LP duality the
-    rooted optimum's dual (Bock's column adjustments ``U1``) bounds every tree containing
-    ``0 -> c`` by ``S(T0) - slack[c]``, with ``slack[c] = C[0, c] - U1[c] >= 0`` the final
-    adjusted cost of the root arc. Children are tried in increasing slack (those of ``T0``
-    first, slack 0) until the bound falls below the best tree found.
+    Children that cannot win are skipped: by LP duality the rooted optimum's dual (Bock's
+    column adjustments ``U1``) bounds every tree containing ``0 -> c`` by ``S(T0) - slack[c]``,
+    with ``slack[c] = C[0, c] - U1[c] >= 0`` the final adjusted cost of the root arc. Children
+    are tried in increasing slack (those of ``T0`` first, slack 0) until the bound falls below
+    the best tree found by more than the rounding error of the quantities compared. In float64
+    ``S(T0)``, ``U1`` and the trial scores are sums of up to ``N^2`` terms each bounded by
+    ``scale = sum_d max_h |W[h, d]|`` (finite entries), so each is off by less than
+    ``N^2 eps scale``; the margin ``4 (N + 1)^2 eps scale`` covers them, large column offsets
+    that cancel included (with those, pruning simply stops). Hence the result is the one of
+    the unpruned enumeration, the smallest best ``c`` included (tested against it on integer
+    graphs and on matrices with column offsets up to ``1e14``).
 
     Args:
         solve: compiled unconstrained ``solve(W, heads, slack) -> status`` that must not modify
@@ -318,6 +338,14 @@ def enumerate_root_children(solve, W, heads):
     if status != OK or count_root_children(heads) == 1:
         return status
     ceiling = tree_score_kernel(W, heads)
+    largest = np.zeros(N)  # max_h |W[h, d]| over finite entries, read row by row
+    for h in range(N):
+        for d in range(1, N):
+            x = abs(W[h, d])
+            if x != np.inf and x > largest[d]:
+                largest[d] = x
+    scale = largest.sum()
+    margin = 4.0 * (N + 1.0) ** 2 * np.finfo(np.float64).eps * scale
     row0 = W[0].copy()
     unused = np.empty(N)
     trial = np.empty(N, dtype=np.int64)
@@ -328,8 +356,8 @@ def enumerate_root_children(solve, W, heads):
         if row0[c] == NEG_INF:
             break  # forbidden root arcs have infinite slack and sort last
         bound = ceiling - slack[c]
-        if best_c > 0 and bound < best - 1e-9 * (1.0 + abs(best)):
-            break  # no remaining child can win or tie
+        if best_c > 0 and bound < best - margin:
+            break  # no remaining child can win or tie, rounding included
         W[0, :] = NEG_INF
         W[0, c] = row0[c]
         if solve(W, trial, unused) == OK:

@@ -1,8 +1,10 @@
-"""Checks run by Hydra before any training job starts (``hydra.callbacks`` of an experiment).
+"""Checks run by Hydra before any training job starts (``hydra.callbacks`` in ``conf/train.yaml``).
 
-The Table 1 experiments on licensed treebanks (``table1-ptb``, ``table1-ctb``) cannot ship their
-data: the files are required settings (``???``), and :class:`RequireData` stops the run or the
-whole sweep at start, before a single model is built, naming every missing setting or file.
+Most treebanks are not shipped: the licensed ones (``data=ptb``, ``ctb``) have their files as
+required settings (``???``), and the full UD ones (``data=ud-english-ewt``, ``ud-chinese-gsd``)
+live under the folder named by the environment variable :data:`DATA_ENV`. :class:`RequireData`
+stops the run or the whole sweep at start, before a single model is built, naming every missing
+setting or file and how to give it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,25 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 
 SPLITS = ("train", "val", "test")
+DATA_ENV = "BOCKPARSE_DATA"  # the folder holding the UD treebank folders (conf/data/ud-*.yaml)
+
+
+def root_problem(data: DictConfig) -> str | None:
+    """Why ``data.root`` cannot be resolved (the data folder's environment variable is not
+    set), with how to give it; ``None`` when it resolves or is missing."""
+    try:
+        if not OmegaConf.is_missing(data, "root"):
+            data.get("root")  # resolves ${oc.env:...}
+    except InterpolationResolutionError as err:
+        return (
+            f"data.root cannot be resolved ({str(err).splitlines()[0]}); export {DATA_ENV}=DIR "
+            "(the folder holding the treebank folders, e.g. ud-english-ewt/) or give "
+            "data.root=DIR (the treebank's own folder)"
+        )
+    return None
 
 
 def data_problems(data: DictConfig, skip: Iterable[str] = ()) -> list[str]:
@@ -35,6 +54,9 @@ def data_problems(data: DictConfig, skip: Iterable[str] = ()) -> list[str]:
     """
     problems: list[str] = []
     skip = set(skip)
+    problem = root_problem(data)
+    if problem is not None:
+        return [problem]
     root = None if OmegaConf.is_missing(data, "root") else data.get("root")
     base = Path(to_absolute_path(root if root is not None else "."))
     for split in SPLITS:
@@ -84,7 +106,10 @@ class RequireData(Callback):
     """Stop before training when a data file is not given or does not exist.
 
     Runs once per ``bockparse-train`` call: at the start of a single run, or of a multirun
-    before any job is launched (splits set per job by the sweep are left to the jobs).
+    before any job is launched (splits set per job by the sweep are left to the jobs). Each job
+    also checks that its data root resolves (a sweep over experiments, ``sweep=table1-ud``,
+    learns its treebanks only there): an unset data folder would fail every job alike, so the
+    sweep stops at the first.
     """
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -99,3 +124,8 @@ class RequireData(Callback):
         problems = data_problems(config.data, skip)
         if problems:
             _stop(config, problems)
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        problem = root_problem(config.data)
+        if problem is not None:
+            _stop(config, [problem])

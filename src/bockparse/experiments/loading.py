@@ -17,7 +17,7 @@ from ..data.batch import Batch
 from ..data.conllu import read_conllu
 from ..model.outputs import ParserScores
 from ..parser import Parser
-from .runs import CONFIG_FILE, HYDRA_FILE
+from .runs import CONFIG_FILE, HYDRA_FILE, current_keys
 
 
 @dataclass
@@ -60,7 +60,7 @@ def run_config(run_dir: str | Path) -> DictConfig:
     run_dir = Path(run_dir)
     if not (run_dir / CONFIG_FILE).is_file():
         raise FileNotFoundError(f"{run_dir / CONFIG_FILE}: not found (is {run_dir} a run folder?)")
-    cfg = OmegaConf.load(run_dir / CONFIG_FILE)
+    cfg = current_keys(OmegaConf.load(run_dir / CONFIG_FILE))
     start = Path.cwd()
     if (run_dir / HYDRA_FILE).is_file():
         cwd = OmegaConf.select(OmegaConf.load(run_dir / HYDRA_FILE), "hydra.runtime.cwd")

@@ -16,6 +16,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .rows import METRICS, row_key, row_label
+
 DEV_KEY = "val/las"
 
 
@@ -61,17 +63,9 @@ def _pyplot():
     return plt
 
 
-def _label(key: object) -> str:
-    from .table import row_label
-
-    return row_label(key)
-
-
 def plot_dev_curves(groups: Sequence, path: str | Path) -> Path:
     """Development LAS against update, one panel per treebank, one line per condition: the
     mean over seeds with a ± one sample standard deviation band."""
-    from .table import _row_key
-
     plt = _pyplot()
     groups = [g for g in groups if g.used] or list(groups)[:1]  # those with finished runs
     fig, axes = plt.subplots(
@@ -82,7 +76,7 @@ def plot_dev_curves(groups: Sequence, path: str | Path) -> Path:
         for run in g.used:
             curve = dev_curve(run.path)
             if curve:
-                by_row.setdefault(_row_key(run, g.layout), []).append(curve)
+                by_row.setdefault(row_key(run, g.layout), []).append(curve)
         for key in g.cells:
             curves = by_row.get(key)
             if not curves:
@@ -92,7 +86,7 @@ def plot_dev_curves(groups: Sequence, path: str | Path) -> Path:
                 x,
                 mean,
                 marker="." if len(x) < 30 else None,
-                label=f"{_label(key)} (n={len(curves)})",
+                label=f"{row_label(key)} (n={len(curves)})",
             )[0]
             lo = [m - s for m, s in zip(mean, std, strict=True)]
             hi = [m + s for m, s in zip(mean, std, strict=True)]
@@ -111,8 +105,6 @@ def plot_dev_curves(groups: Sequence, path: str | Path) -> Path:
 def plot_table1(groups: Sequence, path: str | Path, stage: str = "test") -> Path:
     """Table 1 as bars: per treebank and metric, each condition's mean with its sample std,
     the seeds as dots, and the paper's published mean as a black bar where there is one."""
-    from .table import METRICS
-
     plt = _pyplot()
     groups = [g for g in groups if g.used] or list(groups)[:1]  # those with finished runs
     fig, axes = plt.subplots(
@@ -146,7 +138,7 @@ def plot_table1(groups: Sequence, path: str | Path, stage: str = "test") -> Path
                 lo, hi = min(values), max(values)
                 pad = max(0.5, 0.25 * (hi - lo))
                 ax.set_ylim(max(0.0, lo - 2 * pad), min(100.0, hi + 2 * pad))
-            ax.set_xticks(range(len(keys)), [_label(k) for k in keys], rotation=20, fontsize=8)
+            ax.set_xticks(range(len(keys)), [row_label(k) for k in keys], rotation=20, fontsize=8)
             ax.set_title(f"{g.label}: {stage} {name.upper()}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
             if g.paper and c == 0:

@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         print(f"bockparse-rootstudy: {err}", file=sys.stderr)
         return 1
-    decoder = args.decoder or str(run.cfg.condition.decoder)
+    decoder = args.decoder or str(run.cfg.decoder)
     matrices = []
     for sentence in scored_sentences(run, args.stage):
         matrices.append((sentence.index, sentence.arc))
@@ -159,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bockparse-rootstudy: {err}", file=sys.stderr)
         return 1
     title = (
-        f"Root-constraint violations on {args.run} ({run.cfg.condition.name}, seed "
+        f"Root-constraint violations on {args.run} ({run.cfg.name}, seed "
         f"{run.cfg.seed}), {args.stage} scores, {len(matrices)} sentences; 1-best by "
         f"{decoder}, K-best by bockparse.decoders.kbest."
     )

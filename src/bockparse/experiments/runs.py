@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 METRICS_FILE = "metrics.json"
 CONFIG_FILE = Path(".hydra") / "config.yaml"
@@ -30,8 +30,9 @@ class Run:
         path: the folder.
         experiment: ``experiment_name`` (from ``metrics.json``, else the saved config).
         data: the data config chosen (``ud-english-ewt``, ``ptb``, ...), or ``None``.
-        condition: the condition name (``local-ce``, ``hinge-bock``, ...), or ``None``.
-        decoder: the condition's decoder, or ``None``.
+        condition: the run's name (``local-ce``, ``hinge-bock``, ``crf-tarjan``, ...; the
+            config's ``name``), or ``None``.
+        decoder: the run's decoder, or ``None``.
         loss: the loss class name (``StructuredHinge``, ...), or ``None``.
         seed: the run seed, or ``None``.
         metrics: the parsed ``metrics.json``; ``None`` for a failed run.
@@ -103,10 +104,37 @@ def _select(cfg: DictConfig | None, key: str) -> Any:
         return None
 
 
+def current_keys(cfg: DictConfig) -> DictConfig:
+    """A saved config in the current key layout.
+
+    Run folders written before the config groups mirrored the code keep the run's name, decoder
+    and loss (and a transition parser's system) under ``condition``; they move to ``name``,
+    ``decoder``, ``loss`` and ``model.system`` (a copy; the hinge's ``decoder: ${..decoder}``
+    still names the run's decoder). A config in the current layout is returned as is.
+    """
+    if "condition" not in cfg or "loss" in cfg:
+        return cfg
+    old = cfg.condition
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.name = old.get("name")
+        cfg.decoder = old.get("decoder")
+        cfg.loss = old.get("loss")
+        if "system" in old and "model" in cfg:
+            cfg.model.system = old.system
+        del cfg["condition"]
+    return cfg
+
+
 def read_run(path: str | Path) -> Run:
     """Read one run folder (finished or failed)."""
     path = Path(path)
     cfg = _load_yaml(path / CONFIG_FILE) if (path / CONFIG_FILE).is_file() else None
+    if cfg is not None:
+        try:
+            cfg = current_keys(cfg)
+        except Exception:  # interpolation errors in a foreign config
+            cfg = None
     hydra_cfg = _load_yaml(path / HYDRA_FILE) if (path / HYDRA_FILE).is_file() else None
     data = _select(hydra_cfg, "hydra.runtime.choices.data")
     metrics: dict[str, Any] | None = None
@@ -125,14 +153,14 @@ def read_run(path: str | Path) -> Run:
     seed = source.get("seed", _select(cfg, "seed"))
     loss = source.get("loss")
     if loss is None:
-        target = _select(cfg, "condition.loss._target_")
+        target = _select(cfg, "loss._target_")
         loss = str(target).rsplit(".", 1)[-1] if target else None
     return Run(
         path=path,
         experiment=source.get("experiment", _select(cfg, "experiment_name")),
         data=data,
-        condition=source.get("condition", _select(cfg, "condition.name")),
-        decoder=source.get("decoder", _select(cfg, "condition.decoder")),
+        condition=source.get("condition", _select(cfg, "name")),
+        decoder=source.get("decoder", _select(cfg, "decoder")),
         loss=loss,
         seed=None if seed is None else int(seed),
         metrics=metrics,

@@ -131,7 +131,7 @@ def _reproduced(run, stage, order, heads, labels) -> dict[str, Any] | None:
     """Whether the run's own decoder gives back its saved ``predictions/<stage>.conllu``."""
     from ..data.conllu import read_conllu
 
-    decoder = run.cfg.condition.decoder
+    decoder = run.cfg.decoder
     path = run.path / "predictions" / f"{stage}.conllu"
     if decoder not in heads or not path.is_file():
         return None
@@ -154,8 +154,8 @@ def substitute(
     run = load_run(run_dir)
     return {
         "run": str(run_dir),
-        "condition": run.cfg.condition.name,
-        "decoder": run.cfg.condition.decoder,
+        "condition": run.cfg.name,
+        "decoder": run.cfg.decoder,
         "seed": run.cfg.seed,
         "single_root": True,
         "stages": {stage: compare(run, stage, decoders) for stage in stages},

@@ -18,20 +18,20 @@ import csv
 import math
 import statistics
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .rows import (
+    LOSS_LABELS,
+    METRICS,
+    TABLE1_CONDITIONS,
+    row_key,
+    row_label,
+    row_order,
+)
 from .runs import Discovery, Run, discover, metric
 
-METRICS = ("uas", "las", "lcm")
-
-# Table 1's rows: condition name -> label, in the paper's order.
-TABLE1_CONDITIONS: dict[str, str] = {
-    "local-ce": "Local CE",
-    "hinge-cle": "Hinge (CL/E)",
-    "hinge-bock": "Hinge (Bock)",
-}
 PAIRED = ("hinge-bock", "hinge-cle")  # the paired difference is first minus second
 PAPER_SEEDS = (1111, 2222, 3333)
 
@@ -59,12 +59,6 @@ TREEBANK_LABELS = {
     "table1-ud-ewt": "UD English-EWT",
     "table1-ud-gsd": "UD Chinese-GSD v1.3",
 }
-LOSS_LABELS = {
-    "LocalCrossEntropy": "Local CE",
-    "StructuredHinge": "Hinge",
-    "TreeCRF": "CRF",
-}
-DECODER_ORDER = ("cle", "bock", "bock-original", "tarjan", "eisner")
 
 
 @dataclass(frozen=True)
@@ -153,29 +147,6 @@ def group_label(experiment: str, data: str | None) -> str:
     return f"{experiment} ({data})" if data else experiment
 
 
-def _row_key(run: Run, layout: str) -> object:
-    return run.condition if layout == "table1" else (run.loss, run.decoder)
-
-
-def _row_order(keys: Iterable[object], layout: str) -> list[object]:
-    keys = list(dict.fromkeys(keys))
-    if layout == "table1":
-        first = [c for c in TABLE1_CONDITIONS if c in keys]
-        return first + sorted(k for k in keys if k not in TABLE1_CONDITIONS)
-    losses = list(LOSS_LABELS)
-
-    def rank(key):
-        loss, decoder = key
-        return (
-            losses.index(loss) if loss in losses else len(losses),
-            str(loss),
-            DECODER_ORDER.index(decoder) if decoder in DECODER_ORDER else len(DECODER_ORDER),
-            str(decoder),
-        )
-
-    return sorted(keys, key=rank)
-
-
 def _newest_first(run: Run) -> float:
     try:
         return -(run.path / "metrics.json").stat().st_mtime
@@ -225,7 +196,7 @@ def aggregate(
         chosen: dict[tuple[object, int], Run] = {}
         tried: set[tuple[object, int]] = set()
         for run in sorted(runs, key=_newest_first):
-            key = _row_key(run, layout)
+            key = row_key(run, layout)
             if not run.ok or run.seed is None or key in (None, (None, None)):
                 if run.ok:  # finished but unidentifiable: report it rather than guess
                     run = replace(run, metrics=None, error="metrics.json without condition or seed")
@@ -248,7 +219,7 @@ def aggregate(
         rows = [k for k, _ in chosen] + [k for k, _ in tried]
         if layout == "table1":
             rows += list(TABLE1_CONDITIONS)
-        for row in _row_order(rows, layout):
+        for row in row_order(rows, layout):
             cell: dict[str, Summary] = {}
             for name in METRICS:
                 values = {}
@@ -292,13 +263,6 @@ def fmt_signed(value: float | None, digits: int = 2) -> str:
     return text.replace("-", "−")
 
 
-def row_label(key: object) -> str:
-    if isinstance(key, tuple):
-        loss, decoder = key
-        return f"{LOSS_LABELS.get(loss, loss)} + {decoder}"
-    return TABLE1_CONDITIONS.get(key, str(key))
-
-
 def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "r") -> str:
     lines = ["| " + " | ".join(header) + " |"]
     marks = [":---"] + [("---:" if align == "r" else ":---")] * (len(header) - 1)
@@ -317,7 +281,7 @@ def table1_markdown(groups: Sequence[Group], stage: str = "test", note: str = ""
             header.append(f"{g.label} {name.upper()}")
             if g.paper:
                 header.append(f"{g.label} {name.upper()} (paper)")
-    keys = _row_order((k for g in groups for k in g.cells), "table1")
+    keys = row_order((k for g in groups for k in g.cells), "table1")
     rows = []
     for key in keys:
         row = [row_label(key)]
@@ -382,7 +346,7 @@ def grid_markdown(groups: Sequence[Group], stage: str = "test") -> str:
     parts = []
     for g in groups:
         losses = list(dict.fromkeys(k[0] for k in g.cells))
-        decoders = _row_order(((None, d) for d in {k[1] for k in g.cells}), "grid")
+        decoders = row_order(((None, d) for d in {k[1] for k in g.cells}), "grid")
         decoders = [d for _, d in decoders]
         for name in METRICS:
             rows = []
@@ -419,7 +383,7 @@ def runs_markdown(groups: Sequence[Group]) -> str:
         for key, seed in g.missing:
             lines.append(f"  - missing: {_row_text(key)} seed {seed} (no run folder)")
         for run in g.failed:
-            what = f"{_row_text(_row_key(run, g.layout) or '?')} seed {run.seed}"
+            what = f"{_row_text(row_key(run, g.layout) or '?')} seed {run.seed}"
             lines.append(f"  - failed: {what} at {run.path}: {run.error}")
         for run in g.duplicates:
             lines.append(f"  - duplicate, ignored (a newer run is used): {run.path}")

@@ -2,7 +2,9 @@
 
 Each loss is a callable ``loss(scores, batch) -> LossOutput``; ``batch`` provides ``heads``,
 ``rels`` (int64 ``[B, N]``), ``mask`` (bool ``[B, N]``, True at words) and ``lengths``
-(int64 ``[B]``, words). Configs pick one with ``_target_`` (``conf/loss/``).
+(int64 ``[B]``, words). Configs pick one by name, ``loss=local-ce | hinge | crf`` (``conf/loss/``,
+whose ``loss._target_`` is the class; ``loss=transition`` is
+:class:`bockparse.transition.TransitionLoss`).
 """
 
 from .common import LossOutput

@@ -1,5 +1,8 @@
 """Pieces every loss shares: masks, head normalisation, relation and auxiliary terms.
 
+Every function here computes in at least float32 (``bf16-mixed`` training hands it bfloat16
+scores): log-softmax, cross-entropy and sums over a batch's words need the mantissa.
+
 Stanza's normalisation (kept unchanged across conditions, as in the Bock paper's appendix on
 structured hinge training): every term is summed over the words of the batch and the total is
 divided by the number of words.
@@ -13,6 +16,11 @@ import torch
 import torch.nn.functional as F
 
 from ..model.outputs import ParserScores
+
+
+def at_least_float(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float32 if it is a narrower float (bfloat16, float16), else ``x`` itself."""
+    return x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
 
 
 def head_mask(mask: torch.Tensor) -> torch.Tensor:
@@ -39,8 +47,9 @@ def normalized_arc_scores(arc: torch.Tensor, mask: torch.Tensor) -> torch.Tensor
         mask: bool ``[B, N]``, True at words.
 
     Returns:
-        float ``[B, N, N]``; columns of non-words are all ``-inf``.
+        float ``[B, N, N]`` (at least float32); columns of non-words are all ``-inf``.
     """
+    arc = at_least_float(arc)
     allowed = head_mask(mask)
     # Mask only inside word columns: an all -inf column would give NaN, and NaN times the zero
     # gradient of a masked cell is still NaN.
@@ -55,8 +64,9 @@ def gold_arc_scores(scores: torch.Tensor, heads: torch.Tensor, mask: torch.Tenso
         scores: float ``[B, N, N]``; heads: int64 ``[B, N]``; mask: bool ``[B, N]``.
 
     Returns:
-        float ``[B, N]``.
+        float ``[B, N]`` (at least float32).
     """
+    scores = at_least_float(scores)
     h = heads.clamp(min=0).masked_fill(~mask, 0)
     picked = scores.gather(1, h[:, None, :]).squeeze(1)
     return picked.masked_fill(~mask, 0.0)
@@ -73,6 +83,7 @@ def relation_loss(rel: torch.Tensor, heads: torch.Tensor, rels: torch.Tensor, ma
     Returns:
         Scalar tensor.
     """
+    rel = at_least_float(rel)
     h = heads.clamp(min=0).masked_fill(~mask, 0)
     R = rel.shape[-1]
     at_gold = rel.gather(1, h[:, None, :, None].expand(-1, 1, -1, R)).squeeze(1)  # [B, N, R]
@@ -88,17 +99,17 @@ def auxiliary_loss(scores: ParserScores, heads: torch.Tensor, mask: torch.Tensor
     Returns:
         Scalar tensor.
     """
-    total = scores.arc.new_zeros(())
+    total = at_least_float(scores.arc).new_zeros(())
     if scores.linearization is None and scores.distance is None:
         return total
     h = heads.clamp(min=0).masked_fill(~mask, 0)
     d = torch.arange(mask.shape[1], device=mask.device)[None, :]
-    offset = (h - d).to(scores.arc.dtype)  # [B, N]
+    offset = (h - d).to(total.dtype)  # [B, N]
     if scores.linearization is not None:
-        lin = scores.linearization.gather(1, h[:, None, :]).squeeze(1)
+        lin = at_least_float(scores.linearization).gather(1, h[:, None, :]).squeeze(1)
         total = total - F.logsigmoid(lin * torch.sign(offset))[mask].sum()
     if scores.distance is not None:
-        dist = scores.distance.gather(1, h[:, None, :]).squeeze(1)
+        dist = at_least_float(scores.distance).gather(1, h[:, None, :]).squeeze(1)
         pred = 1.0 + F.softplus(dist)
         total = total + torch.log1p((offset.abs() - pred) ** 2 / 2)[mask].sum()
     return total

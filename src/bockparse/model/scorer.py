@@ -6,8 +6,9 @@ Architecture (Qi et al. 2018, Stanza's ``GraphParser``; Dozat & Manning 2017):
   word ids replaced by ``<unk>`` at random in training), a character BiLSTM whose final states
   are projected to the word width, UPOS, XPOS and FEATS embeddings, and the
   :class:`~bockparse.model.encoder.TransformerEncoder` vectors;
-- dropout, then a multi-layer BiLSTM over ROOT and the words (packed, so padding never reaches a
-  real position), then dropout;
+- dropout, then a multi-layer BiLSTM over ROOT and the words (padding never reaches a real
+  position: :func:`bockparse.model.lstm.bilstm`, packed semantics with fused kernels), then
+  dropout;
 - deep biaffine scorers for arcs (1 output), relations (``R``), and Stanza's linearization and
   distance terms (1 each). As in Stanza the two auxiliary terms are added to the arc scores,
   detached, for every pair: ``logsigmoid(lin * sign(h - d))`` and
@@ -30,19 +31,20 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..data.batch import Batch
 from ..data.vocab import PAD_INDEX, UNK_INDEX, Vocabs
 from .biaffine import DeepBiaffine
 from .encoder import TransformerEncoder
+from .lstm import bilstm
 from .outputs import ParserScores
 
 
 class CharacterModel(nn.Module):
     """Word vectors from characters: a BiLSTM's final states, projected (no bias).
 
-    Each distinct character sequence of the batch is run once.
+    Each distinct character sequence of the batch is run once, all of them in one fused
+    BiLSTM call over the padded characters (:func:`~bockparse.model.lstm.bilstm`).
 
     Args:
         num_chars: character vocabulary size (``PAD_INDEX`` pads a word's characters).
@@ -76,14 +78,9 @@ class CharacterModel(nn.Module):
         lengths = (chars != PAD_INDEX).sum(-1)  # [B, N]
         present = lengths > 0
         words, inverse = torch.unique(chars[present], dim=0, return_inverse=True)  # [M, C]
-        word_lengths = (words != PAD_INDEX).sum(-1)
-        packed = pack_padded_sequence(
-            self.dropout(self.embedding(words)),
-            word_lengths.cpu(),
-            batch_first=True,
-            enforce_sorted=False,
-        )
-        _, (final, _) = self.lstm(packed)  # [2, M, hidden]: each direction's last state
+        word_lengths = (words != PAD_INDEX).sum(-1)  # [M]
+        # [2, M, hidden]: each direction's last state
+        _, final = bilstm(self.lstm, self.dropout(self.embedding(words)), word_lengths)
         vectors = self.projection(self.dropout(torch.cat([final[0], final[1]], dim=-1)))
         out = vectors.new_zeros(B, N, self.output_size)
         out[present] = vectors[inverse]
@@ -213,12 +210,10 @@ class Contextualizer(nn.Module):
             float ``[B, N, 2 * lstm_hidden]``, zero at padding (after output dropout).
         """
         x = self.dropout(self.inputs(batch))  # [B, N, D]
-        packed = pack_padded_sequence(
-            x, (batch.lengths + 1).cpu(), batch_first=True, enforce_sorted=False
-        )
-        out, _ = self.lstm(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
-        return self.dropout(out)
+        out, _ = bilstm(self.lstm, x, batch.lengths + 1)  # [B, N, 2 * lstm_hidden]
+        positions = torch.arange(x.shape[1], device=x.device)
+        padding = positions[None, :] > batch.lengths[:, None]  # [B, N]: after the last word
+        return self.dropout(out.masked_fill(padding[..., None], 0.0))
 
 
 class BiaffineScorer(Contextualizer):

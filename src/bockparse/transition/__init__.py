@@ -7,7 +7,7 @@ Public API::
     static_oracle(system, heads, rels) -> [Transition]; oracle_walk   (oracle.py)
     NonProjectiveError, split_projective, ProjectivityCounts
     TransitionParser, TransitionScores   (parser.py; conf/model/transition.yaml)
-    TransitionLoss   (loss.py; conf/condition/arc-standard.yaml, arc-eager.yaml)
+    TransitionLoss   (loss.py; conf/loss/transition.yaml)
     analysis: scores_by_projectivity, projective_ceiling (python -m bockparse.transition.analysis)
 
 The parser and the loss import torch and load on first use.

@@ -1,8 +1,8 @@
 """Static training oracles: a gold projective tree to its transition sequence.
 
 The oracle walks the parser over the sentence with the gold tree in hand and reads the correct
-transition off each configuration (the chapter's section "Training the oracle",
-``../shared/papers/004_a5a61b154c91c7c0.txt``). The per-system rules live in
+transition off each configuration (the section "Training the oracle"
+of the textbook chapter *Dependency Parsing*). The per-system rules live in
 :meth:`~bockparse.transition.systems.TransitionSystem.gold_kind`; here they are driven, checked
 and labelled.
 

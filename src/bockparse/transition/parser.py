@@ -8,8 +8,8 @@ conditions then differs only in how heads are chosen (a greedy walk through proj
 configurations instead of an exact search over all trees), and relations are chosen the same
 way in both, at the predicted head (:func:`bockparse.predict.relations_at_heads`).
 
-Transition classifier (the neural oracle of the chapter's section "Training the oracle",
-``../shared/papers/004_a5a61b154c91c7c0.txt``): the BiLSTM states of the top ``stack_features``
+Transition classifier (the neural oracle of the section "Training the oracle" of the
+textbook chapter *Dependency Parsing*): the BiLSTM states of the top ``stack_features``
 stack items and the first ``buffer_features`` buffer items (a trained vector where there is no
 such item), concatenated, then ``Linear -> ReLU -> dropout -> Linear`` to one score per
 transition type of the system. Transitions whose precondition fails are never chosen (their

@@ -1,12 +1,12 @@
 """Arc-standard and arc-eager transition systems over (stack, buffer, arcs) configurations.
 
-The chapter on dependency parsing in ``../shared/papers/004_a5a61b154c91c7c0.txt`` (sections
+The textbook chapter *Dependency Parsing* (sections
 "Transition-based parsing", "The arc-standard transitions" and "Arc-eager: attaching right
 dependents early") defines both systems; this module adds the preconditions under which every
 complete transition sequence yields a *single-root* tree, the tree constraint that the graph
 decoders of bockparse enforce too.
 
-Positions follow STYLE.md: ROOT is 0, the words are ``1..n``. In both systems the buffer is
+Positions follow the project's convention (ARCHITECTURE.md): ROOT is 0, the words are ``1..n``. In both systems the buffer is
 always a suffix ``front..n`` of the sentence, so a configuration stores its first position.
 Both systems take exactly ``2 n`` transitions: every word enters the stack once (SHIFT, or
 RIGHT-ARC in arc-eager) and leaves it once (an arc, or REDUCE in arc-eager).

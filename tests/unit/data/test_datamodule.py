@@ -20,6 +20,7 @@ from bockparse.data import (
     Vocabs,
     read_conllu,
 )
+from bockparse.experiments.checks import DATA_ENV
 
 CONFIGS = ("ewt-sample", "ud-english-ewt", "ud-chinese-gsd", "ptb", "ctb")
 
@@ -46,7 +47,8 @@ def fixture_module(repo: Path, **overrides) -> ParserDataModule:
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-def test_every_data_config_instantiates(repo: Path, name: str) -> None:
+def test_every_data_config_instantiates(repo: Path, name: str, monkeypatch) -> None:
+    monkeypatch.setenv(DATA_ENV, "/treebanks")  # the full UD treebanks' folder
     paths = {"train": "/x/train.conllu", "val": "/x/dev.conllu", "test": "/x/test.conllu"}
     dm = make(repo, name, **(paths if name in ("ptb", "ctb") else {}))
     assert isinstance(dm, ParserDataModule)
@@ -58,9 +60,10 @@ def test_every_data_config_instantiates(repo: Path, name: str) -> None:
     assert dm.paths["predict"] == dm.paths["test"]
 
 
-def test_full_treebank_configs_point_to_shared_data(repo: Path) -> None:
-    assert make(repo, "ud-english-ewt").paths["train"] == (
-        repo.parent / "shared/data/ud-english-ewt/en_ewt-ud-train.conllu"
+def test_full_treebank_configs_read_the_data_folder(repo: Path, monkeypatch) -> None:
+    monkeypatch.setenv(DATA_ENV, "/treebanks")
+    assert make(repo, "ud-english-ewt").paths["train"] == Path(
+        "/treebanks/ud-english-ewt/en_ewt-ud-train.conllu"
     )
     assert make(repo, "ud-chinese-gsd", root="/elsewhere").paths["test"] == Path(
         "/elsewhere/zh_gsd-ud1.3-test.conllu"

@@ -19,6 +19,7 @@ from bockparse.data import (
     pool_pieces,
     read_conllu,
 )
+from bockparse.data.subwords import length_chunks
 
 CLS, SEP, UNK = 2, 3, 1
 THE, CAT, SAT, DOG, BARK, LOUD, S, LY, DOT = 5, 6, 7, 8, 9, 10, 11, 12, 13
@@ -158,3 +159,20 @@ def test_minilm_tokenizer_offline(minilm_dir: Path, fixtures: Path) -> None:
         "mary", "likes", "tea", "and", "john", "coffee", ".",
     ]  # fmt: skip
     assert first[:, 0].tolist() == [tokenizer.cls_token_id] * 3
+
+
+@pytest.mark.parametrize(("max_pieces", "max_padding"), [(64, 1.25), (10**9, 1.1), (40, 10.0)])
+def test_length_chunks_bound_the_padding(max_pieces: int, max_padding: float) -> None:
+    rng = np.random.default_rng(0)
+    lengths = np.concatenate([rng.integers(3, 30, size=200), [80, 120, 3]])
+    chunks = length_chunks(lengths, max_pieces, max_padding)
+    assert sorted(np.concatenate(chunks).tolist()) == list(range(len(lengths)))
+    padded = 0
+    for chunk in chunks:
+        size = len(chunk) * lengths[chunk].max()
+        assert size <= max(max_pieces, lengths[chunk].max())
+        assert size <= max_padding * lengths[chunk].sum()
+        padded += size
+    assert padded <= max_padding * lengths.sum()
+    tops = [lengths[c].max() for c in chunks]
+    assert tops == sorted(tops)  # shortest windows first, each chunk a length range

@@ -35,9 +35,10 @@ def write_run(
     cfg = {
         "seed": seed,
         "experiment_name": experiment,
-        "condition": {"name": condition, "decoder": decoder,
-                      "loss": {"_target_": f"bockparse.losses.{loss}"}},
-    }  # fmt: skip
+        "name": condition,
+        "decoder": decoder,
+        "loss": {"_target_": f"bockparse.losses.{loss}"},
+    }
     OmegaConf.save(OmegaConf.create(cfg), path / ".hydra" / "config.yaml")
     hydra = {"hydra": {"runtime": {"cwd": str(root), "choices": {"data": data}}}}
     OmegaConf.save(OmegaConf.create(hydra), path / ".hydra" / "hydra.yaml")

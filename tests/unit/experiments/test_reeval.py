@@ -34,9 +34,9 @@ def _run(root: Path, experiment: str, condition: str, seed: int, scores=None) ->
     (run / "predictions").mkdir()
     data = {"root": "gold", "train": "basic.conllu", "val": "basic.conllu",
             "test": "basic.conllu", "punct_field": "upos", "punct_tags": ["PUNCT"]}  # fmt: skip
-    cfg = {"seed": seed, "experiment_name": experiment, "data": data,
-           "condition": {"name": condition, "decoder": "cle",
-                         "loss": {"_target_": "bockparse.losses.LocalCrossEntropy"}}}  # fmt: skip
+    cfg = {"seed": seed, "experiment_name": experiment, "data": data, "name": condition,
+           "decoder": "cle",
+           "loss": {"_target_": "bockparse.losses.LocalCrossEntropy"}}  # fmt: skip
     OmegaConf.save(OmegaConf.create(cfg), run / ".hydra" / "config.yaml")
     hydra = {"hydra": {"runtime": {"cwd": str(root), "choices": {"data": "ewt-sample"}}}}
     OmegaConf.save(OmegaConf.create(hydra), run / ".hydra" / "hydra.yaml")

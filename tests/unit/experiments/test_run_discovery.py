@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from omegaconf import OmegaConf
 
-from bockparse.experiments.runs import discover, metric, read_run
+from bockparse.experiments.runs import CONFIG_FILE, current_keys, discover, metric, read_run
 
 
 def test_finished_and_failed(make_run, tmp_path):
@@ -18,6 +19,34 @@ def test_finished_and_failed(make_run, tmp_path):
     assert not failed.ok and "no metrics.json" in failed.error
     # identity from the saved config when metrics.json is absent
     assert (failed.condition, failed.seed, failed.loss) == ("hinge-bock", 2222, "StructuredHinge")
+
+
+def test_run_folders_of_the_old_key_layout(tmp_path):
+    # Saved before the config groups mirrored the code: the run's keys under `condition`.
+    hinge = {"seed": 7, "experiment_name": "x", "ablation": {"names": {"hinge": "hinge"}},
+             "condition": {"name": "${ablation.names.hinge}-${condition.decoder}",
+                           "decoder": "tarjan",
+                           "loss": {"_target_": "bockparse.losses.StructuredHinge",
+                                    "decoder": "${..decoder}", "margin": 1.0}}}  # fmt: skip
+    path = tmp_path / "run"
+    (path / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(hinge), path / CONFIG_FILE)
+    run = read_run(path)
+    assert (run.condition, run.decoder, run.loss) == ("hinge-tarjan", "tarjan", "StructuredHinge")
+    cfg = current_keys(OmegaConf.load(path / CONFIG_FILE))
+    assert "condition" not in cfg and (cfg.name, cfg.decoder) == ("hinge-tarjan", "tarjan")
+    loss = OmegaConf.to_container(cfg.loss, resolve=True)
+    assert loss == {"_target_": "bockparse.losses.StructuredHinge", "decoder": "tarjan",
+                    "margin": 1.0}  # fmt: skip
+    transition = OmegaConf.create(
+        {"model": {"system": "${condition.system}", "stack_features": 3},
+         "condition": {"name": "arc-eager", "system": "arc-eager", "decoder": None,
+                       "loss": {"_target_": "T"}}}
+    )  # fmt: skip
+    cfg = current_keys(transition)
+    assert cfg.model == {"system": "arc-eager", "stack_features": 3} and cfg.decoder is None
+    assert "condition" in transition  # the given config is left as it was
+    assert current_keys(cfg) is cfg  # the current layout is returned as is
 
 
 def test_unreadable_metrics(make_run):

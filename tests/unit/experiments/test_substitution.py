@@ -33,7 +33,7 @@ class _Parser:
 
 def _fake_run(tmp_path, dataset):
     cfg = OmegaConf.create({"exclude_punct": None, "seed": 1,
-                            "condition": {"name": "local-ce", "decoder": "cle"}})  # fmt: skip
+                            "name": "local-ce", "decoder": "cle"})  # fmt: skip
     return LoadedRun(tmp_path, cfg, parser=_Parser(dataset.vocabs.rels.itos))
 
 

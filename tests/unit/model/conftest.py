@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
@@ -42,14 +43,15 @@ SMALL = dict(
 )
 
 
-def load_encoder_config(name: str):
-    return OmegaConf.create({"encoder": OmegaConf.load(CONF / "encoder" / f"{name}.yaml")}).encoder
+def load_encoder_config(name: str, *overrides: str):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(overrides=[f"+encoder={name}", *overrides]).encoder
 
 
 @pytest.fixture(scope="session")
 def encoder_config():
-    """``encoder_config(name)``: ``conf/encoder/<name>.yaml`` as the ``encoder`` node of a
-    config (so its relative interpolations resolve)."""
+    """``encoder_config(name, *overrides)``: ``conf/encoder/<name>.yaml`` (with the files it
+    inherits) as the ``encoder`` node of a config (so its interpolations resolve)."""
     return load_encoder_config
 
 

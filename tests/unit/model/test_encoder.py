@@ -10,6 +10,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from bockparse.data.subwords import length_chunks, pool_pieces
 from bockparse.model.encoder import (
     TransformerEncoder,
     load_encoder_tokenizer,
@@ -32,6 +33,8 @@ def test_the_shipped_encoder_configs():
 @pytest.mark.parametrize("name", ENCODERS)
 def test_every_encoder_config_gives_what_data_and_model_read(name, encoder_config):
     cfg = encoder_config(name)
+    if OmegaConf.is_missing(cfg, "name_or_path"):  # a base (transformer, pretrained): give it
+        cfg = encoder_config(name, "encoder.name_or_path=minilm")
     assert {"name_or_path", "max_length", "lr_scale", "tokenizer", "model"} <= set(cfg)
     if name == "none":
         assert instantiate(cfg.model) is None and instantiate(cfg.tokenizer) is None
@@ -160,6 +163,34 @@ def test_layer_mix(make_encoder, collate):
     first = batch.subwords.piece_index.gather(1, batch.subwords.first_piece)  # [B, N]
     expected = 2.0 * top.reshape(-1, top.shape[-1])[first]
     torch.testing.assert_close(mixed[batch.mask], expected[batch.mask])
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean"])
+def test_chunked_windows_equal_one_padded_block(make_encoder, collate, dataset, pooling):
+    """The encoder's length-sorted chunks give the outputs and gradients of the former path,
+    all ``[W, T]`` windows in one padded call, on the same weights."""
+    longest = int(dataset.lengths.argmax())
+    batch = collate([longest, 0, 3, 5, 9, 17, 20, 40])  # windows of very different lengths
+    sw = batch.subwords
+    encoder = make_encoder(pooling=pooling, model={"chunk_pieces": 64, "max_padding": 1.1}).eval()
+    lengths = sw.attention_mask.sum(-1).numpy()
+    assert len(length_chunks(lengths, 64, 1.1)) >= 3
+    chunked = encoder(sw)
+    block = pool_pieces(encoder._mix(sw.input_ids, sw.attention_mask), sw, pooling)
+    torch.testing.assert_close(chunked[batch.mask], block[batch.mask], rtol=1e-4, atol=1e-5)
+    root = chunked[:, 0]
+    torch.testing.assert_close(root, block[:, 0], rtol=1e-4, atol=1e-5)
+    # Gradients in float64: the layer-weight gradient cancels, float32 rounding would dominate.
+    encoder.double()
+    chunked = encoder(sw)
+    block = pool_pieces(encoder._mix(sw.input_ids, sw.attention_mask), sw, pooling)
+    params = list(encoder.parameters())
+    grads = torch.autograd.grad((chunked[batch.mask] ** 2).sum(), params, allow_unused=True)
+    ref = torch.autograd.grad((block[batch.mask] ** 2).sum(), params, allow_unused=True)
+    for g, r in zip(grads, ref, strict=True):
+        assert (g is None) == (r is None)
+        if g is not None:
+            torch.testing.assert_close(g, r, rtol=1e-7, atol=1e-9)
 
 
 def test_model_config_instantiates_in_full(vocabs):

@@ -171,12 +171,12 @@ def test_condition_selects_the_transition_model_on_the_graph_encoder(vocabs, sys
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("train", overrides=["experiment=smoke", f"condition={system}"])
         graph = compose("train", overrides=["experiment=smoke", "condition=hinge-bock"])
-    assert cfg.condition.name == system and cfg.condition.decoder is None
+    assert cfg.name == system and cfg.decoder is None
     shared = set(graph.model) - {"_target_", "linearization", "distance"}
     assert {k: cfg.model[k] for k in shared} == {k: graph.model[k] for k in shared}
     parser = instantiate(cfg.model)(vocabs=vocabs, encoder=None)
     assert isinstance(parser, TransitionParser) and parser.system.name == system
-    assert isinstance(instantiate(cfg.condition.loss), TransitionLoss)
+    assert isinstance(instantiate(cfg.loss), TransitionLoss)
 
 
 def test_pinning_the_model_keeps_the_transition_head():

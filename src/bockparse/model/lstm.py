@@ -1,0 +1,89 @@
+"""A bidirectional ``nn.LSTM`` over right-padded sequences, fused, with packed semantics.
+
+``nn.LSTM`` on a ``PackedSequence`` gives each sequence its own length, but on the CPU it runs
+ATen's generic loop: every time step slices the ``[total, 4H]`` gate tensors, and each slice's
+backward allocates and zero-fills the whole source (``aten::slice_backward`` -> ``fill_``),
+quadratic in the sequence length. On a padded tensor ``nn.LSTM`` instead runs one fused
+kernel per layer and direction (oneDNN's ``mkldnn_rnn_layer`` on the CPU, cuDNN on a GPU) with
+a fused backward, but its reverse direction would then start at the padding.
+
+:func:`bilstm` keeps the packed semantics with the fused kernels: every layer runs each
+direction as a one-layer unidirectional ``torch.lstm`` with that direction's weights of the
+given ``nn.LSTM``; the reverse direction reads each sequence reversed within its own length
+(padding stays at the end), so padding only ever follows the real steps and never reaches
+them. Between layers the concatenated outputs get dropout ``lstm.dropout`` in training, as
+``nn.LSTM`` does. The result equals ``nn.LSTM`` on ``pack_padded_sequence`` up to float
+rounding (without dropout; with it, the same distribution), with the same parameters.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def reverse_index(lengths: torch.Tensor, steps: int) -> torch.Tensor:
+    """Index reversing each row within its length, padding left in place (an involution).
+
+    Args:
+        lengths: int64 ``[B]``, each in ``1..steps``.
+        steps: the padded length ``T``.
+
+    Returns:
+        int64 ``[B, T]``: ``lengths[b] - 1 - t`` for ``t < lengths[b]``, else ``t``.
+    """
+    t = torch.arange(steps, device=lengths.device)[None, :]  # [1, T]
+    last = lengths[:, None] - 1  # [B, 1]
+    return torch.where(t <= last, last - t, t)
+
+
+def _gather_steps(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``x[b, index[b, t]]`` for ``x [B, T, D]`` and ``index [B, T]``."""
+    return x.gather(1, index[..., None].expand(-1, -1, x.shape[-1]))
+
+
+def bilstm(
+    lstm: nn.LSTM, x: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run a bidirectional, batch-first ``lstm`` over right-padded sequences (module doc).
+
+    Args:
+        lstm: a bidirectional ``nn.LSTM`` with ``batch_first=True``, biases, no projection.
+        x: float ``[B, T, D]``, sequence ``b`` in ``x[b, :lengths[b]]``.
+        lengths: int64 ``[B]``, each in ``1..T``, on ``x``'s device.
+
+    Returns:
+        ``out [B, T, 2 H]`` (forward then reverse states of the last layer; unspecified at
+        padding) and ``final [2, B, H]``, each direction's last state of the last layer
+        (forward: at step ``lengths - 1``; reverse: at step 0), as ``nn.LSTM``'s ``h_n``.
+        Time O(layers T B H (D + H)), one fused kernel per layer and direction.
+
+    Raises:
+        ValueError: ``lstm`` is not a bidirectional batch-first LSTM with biases.
+    """
+    if not (lstm.bidirectional and lstm.batch_first and lstm.bias and lstm.proj_size == 0):
+        raise ValueError("bilstm needs a bidirectional batch-first nn.LSTM with biases")
+    B, T, _ = x.shape
+    H = lstm.hidden_size
+    reverse = reverse_index(lengths, T)  # [B, T]
+    last = (lengths - 1)[:, None, None].expand(-1, 1, H)  # [B, 1, H]
+    zeros = x.new_zeros(1, B, H)
+    train = torch.is_grad_enabled()
+    inputs = x
+    for layer in range(lstm.num_layers):
+        if layer > 0 and lstm.dropout > 0:
+            inputs = F.dropout(inputs, lstm.dropout, lstm.training)
+        directions = []
+        for suffix, seq in (("", inputs), ("_reverse", _gather_steps(inputs, reverse))):
+            weights = [
+                getattr(lstm, f"{name}_l{layer}{suffix}")
+                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+            ]
+            # train=grad enabled: oneDNN keeps its backward workspace only in training mode.
+            out, _, _ = torch.lstm(seq, (zeros, zeros), weights, True, 1, 0.0, train, False, True)
+            directions.append(out)  # [B, T, H], in its own time order
+        forward, backward = directions
+        inputs = torch.cat([forward, _gather_steps(backward, reverse)], dim=-1)  # [B, T, 2H]
+    final = torch.stack([forward.gather(1, last).squeeze(1), backward.gather(1, last).squeeze(1)])
+    return inputs, final

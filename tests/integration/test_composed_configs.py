@@ -1,0 +1,233 @@
+"""Nothing changes silently: every experiment x condition (and sweep) composed before the
+config-group refactor composes to the same values now, key by key through the old -> new key
+mapping, except the intended changes listed in ``INTENDED``; and every experiment instantiates
+(data module, model, loss, trainer), not just composes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from composed_configs import flat_config, flat_configs
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+
+from bockparse.experiments.checks import DATA_ENV
+from bockparse.train import CONF_DIR, build
+
+REPO = Path(CONF_DIR).parent
+FIXTURES = REPO / "tests" / "fixtures" / "composed"
+EXPERIMENTS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
+
+# The fixture gave the UD treebanks' root as data.root=/treebanks/<folder>; the new tree takes
+# the folder holding them from the environment.
+TREEBANKS = "/treebanks"
+
+# Old key -> new key (a prefix maps every key below it); keys not listed keep their name.
+KEY_MAP = {
+    "condition.name": "name",
+    "condition.decoder": "decoder",
+    "condition.loss": "loss",
+    "condition.system": "model.system",  # the transition system lived twice; now only here
+    "hydra.sweeper.params.condition.decoder": "hydra.sweeper.params.decoder",
+}
+
+# The ablation grid's old spelling, condition=<C> condition.decoder=<D>: the loss of each C.
+ABLATION_LOSS = {"local-ce": "local-ce", "hinge-cle": "hinge", "crf": "crf"}
+
+ABSENT = "<absent>"
+# The CPU-budget experiments that keep the transformer unfrozen.
+CPU_BUDGET = ("ewt-sample-cpu", "table1-ud-ewt", "transition-vs-graph")
+
+
+def _same_as(key: str) -> Callable[[dict[str, Any]], Any]:
+    """A new key whose value interpolates an existing one."""
+    return lambda out: out[key]
+
+
+# Intended changes, each (key, old value, new key, new value[, fixtures]), keys of the new
+# tree: wherever the old tree composed the old value under the key (in the given experiments,
+# or in all), the new tree composes the new value under the new key (ABSENT: none; a callable: of
+# the expected config, applied in list order). A deliberate change of a default (conf/optim,
+# conf/trainer, ...) is added here as (key, old, key, new), with a comment saying why.
+INTENDED: list[tuple[Any, ...]] = [
+    # RequireData (the data files exist, the UD root is given) now checks every run, not only
+    # the Table 1 experiments'.
+    ("hydra.callbacks", {}, "hydra.callbacks.require_data._target_",
+     "bockparse.experiments.checks.RequireData"),
+    # The ablation sweeps loss x decoder instead of a condition x its decoder ...
+    ("hydra.sweeper.params.condition", "local-ce,hinge-cle,crf",
+     "hydra.sweeper.params.loss", "local-ce,hinge,crf"),
+    # ... and its lookup from a loss class to the loss's name is gone: each conf/loss/ file
+    # names its runs.
+    ("ablation.loss_names.bockparse.losses.LocalCrossEntropy", "local-ce", "", ABSENT),
+    ("ablation.loss_names.bockparse.losses.StructuredHinge", "hinge", "", ABSENT),
+    ("ablation.loss_names.bockparse.losses.TreeCRF", "crf", "", ABSENT),
+    # Stanza 1.15's settings (conf/optim/README.md): Adam's beta2 and eps, the transformer
+    # without weight decay, frozen for 500 updates and at 1e-3 of the rate in stage 2 ...
+    ("optim.stage2.betas", [0.9, 0.9], "optim.stage2.betas", [0.9, 0.999]),
+    ("optim.stage2.eps", ABSENT, "optim.stage2.eps", 1e-6),
+    ("optim.schedule.plateau_threshold", ABSENT, "optim.schedule.plateau_threshold", 1e-4),
+    ("optim.schedule.transformer_weight_decay", ABSENT,
+     "optim.schedule.transformer_weight_decay", 0.0),
+    # ... except in the CPU budgets, where the switch comes at update 50: no freeze, stage 2 at
+    # the full rate; and as Stanza's warm-ups move the rate only at evaluations (every 50
+    # updates there), their 50- and 20-update warm-ups would freeze: none.
+    ("optim.transformer_warmup", 50, "optim.transformer_warmup", 0, CPU_BUDGET),
+    ("optim.stage2_warmup", 20, "optim.stage2_warmup", 0, CPU_BUDGET),
+    ("optim.schedule.transformer_freeze", ABSENT, "optim.schedule.transformer_freeze", 0,
+     CPU_BUDGET),
+    ("optim.schedule.transformer_freeze", ABSENT, "optim.schedule.transformer_freeze", 500),
+    ("optim.schedule.stage2_transformer_lr_scale", ABSENT,
+     "optim.schedule.stage2_transformer_lr_scale", 1.0, CPU_BUDGET),
+    ("optim.schedule.stage2_transformer_lr_scale", ABSENT,
+     "optim.schedule.stage2_transformer_lr_scale", 1e-3),
+    # The schedule is one object (bockparse.schedule.StanzaSchedule) built from conf/optim.
+    ("optim.schedule._target_", ABSENT, "optim.schedule._target_",
+     "bockparse.schedule.StanzaSchedule"),
+    ("optim.schedule.stage2_warmup", ABSENT, "optim.schedule.stage2_warmup",
+     _same_as("optim.stage2_warmup")),
+    ("optim.schedule.transformer_warmup", ABSENT, "optim.schedule.transformer_warmup",
+     _same_as("optim.transformer_warmup")),
+    ("optim.schedule.transformer_lr_scale", ABSENT, "optim.schedule.transformer_lr_scale",
+     _same_as("encoder.lr_scale")),
+    # last.ckpt on an interval (best.ckpt only on improvement); evaluation in inference mode.
+    ("optim.last_checkpoint.every_evaluations", ABSENT,
+     "optim.last_checkpoint.every_evaluations", None),
+    ("optim.last_checkpoint.every_minutes", ABSENT, "optim.last_checkpoint.every_minutes", 10),
+    ("trainer.inference_mode", ABSENT, "trainer.inference_mode", True),
+]  # fmt: skip
+
+
+def new_key(old: str) -> str:
+    for prefix, target in sorted(KEY_MAP.items(), key=lambda kv: -len(kv[0])):
+        if old == prefix or old.startswith(prefix + "."):
+            return target + old[len(prefix) :]
+    return old
+
+
+def expected(old: dict[str, Any], overrides: str) -> dict[str, Any]:
+    """The old flat config composed with ``overrides`` (fixture key) in the new tree's keys,
+    with the intended changes applied."""
+    words = overrides.split()
+    out: dict[str, Any] = {}
+    for key, value in old.items():
+        key = new_key(key)
+        assert out.get(key, value) == value, f"{key}: two old keys with different values"
+        out[key] = value
+    for key, before, changed, after, *where in INTENDED:
+        if where and not any(f"experiment={name}" in words for name in where[0]):
+            continue
+        if out.get(key, ABSENT) == before:
+            out.pop(key, None)
+            if after is not ABSENT:
+                out[changed] = after(out) if callable(after) else after
+    return out
+
+
+def new_overrides(old: str) -> list[str]:
+    """The new tree's overrides for an old override list (fixture key), data root given as
+    the fixture gave it (``data.root=/treebanks/...`` -> the environment)."""
+    words = old.split()
+    values = dict(w.split("=", 1) for w in words)
+    if "sweep=ablation" in words and "condition.decoder" in values:
+        return [w for w in words if not w.startswith("condition")] + [
+            f"loss={ABLATION_LOSS[values['condition']]}",
+            f"decoder={values['condition.decoder']}",
+        ]
+    return words
+
+
+def _diff(got: dict[str, Any], want: dict[str, Any]) -> list[str]:
+    keys = sorted(set(got) | set(want))
+    return [
+        f"{k}: expected {want.get(k, ABSENT)!r}, got {got.get(k, ABSENT)!r}"
+        for k in keys
+        if got.get(k, ABSENT) != want.get(k, ABSENT)
+    ]
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.json")))
+def test_every_old_composition_is_unchanged(fixture):
+    old = json.loads((FIXTURES / fixture).read_text(encoding="utf-8"))
+    assert old, fixture
+    new = flat_configs((new_overrides(o) for o in old), env={DATA_ENV: TREEBANKS})
+    for (overrides, old_flat), got in zip(old.items(), new, strict=True):
+        problems = _diff(got, expected(old_flat, overrides))
+        assert not problems, f"{overrides}:\n  " + "\n  ".join(problems)
+
+
+def test_the_comparison_fails_on_a_changed_value():
+    old = json.loads((FIXTURES / "smoke.json").read_text(encoding="utf-8"))
+    key = "experiment=smoke condition=hinge-cle"
+    flat = flat_config(["experiment=smoke", "condition=hinge-cle", "optim.stage1.lr=3.0"])
+    problems = _diff(flat, expected(old[key], key))
+    assert problems == ["optim.stage1.lr: expected 2.0, got 3.0"]
+
+
+def test_every_old_combination_is_in_the_fixture():
+    conditions = sorted(p.stem for p in (Path(CONF_DIR) / "condition").glob("*.yaml"))
+    for experiment in ("default", "ewt-sample-cpu", "smoke", "table1-ctb", "table1-ptb",
+                       "table1-ud-ewt", "table1-ud-gsd", "transition-vs-graph"):  # fmt: skip
+        table = json.loads((FIXTURES / f"{experiment}.json").read_text(encoding="utf-8"))
+        prefix = [] if experiment == "default" else [f"experiment={experiment}"]
+        want = {" ".join(prefix + ([f"condition={c}"] if c else [])) for c in [None, *conditions]}
+        assert set(table) == want, experiment
+
+
+# -- every experiment instantiates ------------------------------------------------------------
+
+# Stand-ins where the real thing is absent here: the shipped sample for the full or licensed
+# treebanks (their own punctuation settings kept), the tiny random encoder (on MiniLM's
+# tokenizer) for the pretrained encoders not installed (MiniLM is), the CPU for a GPU trainer.
+SAMPLE = [
+    "data.root=data/ud-english-ewt-sample",
+    "data.train=en_ewt-ud-dev.conllu",  # the smallest split: building the vocabularies is the cost
+    "data.val=en_ewt-ud-dev.conllu",
+    "data.test=en_ewt-ud-test.conllu",
+    "data.batch_size=300",
+]
+TINY = ["encoder=tiny-random", "encoder.layers=2"]
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_instantiates(experiment, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)  # the sample's root is relative to the repository
+    overrides = [f"experiment={experiment}", *SAMPLE]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", overrides=overrides)
+        if cfg.encoder.name_or_path not in (None, "minilm"):
+            overrides += TINY
+        if cfg.trainer.accelerator != "cpu":
+            overrides.append("trainer=cpu")
+        cfg = compose("train", overrides=overrides)
+    assert cfg.experiment_name == experiment
+    datamodule, module = build(cfg, tmp_path)
+    assert module.decoder == cfg.decoder and module.relations == datamodule.vocabs.rels.itos
+    trainer = instantiate(cfg.trainer, logger=False, default_root_dir=str(tmp_path))
+    assert trainer.max_steps == cfg.optim.max_steps
+    batch = next(iter(datamodule.train_dataloader()))
+    module.train()
+    out = module.loss(module.scorer(batch), batch)
+    assert out.loss.isfinite() and out.words > 0
+
+
+LOSSES = sorted(p.stem for p in (Path(CONF_DIR) / "loss").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_every_loss_instantiates_and_names_its_runs(loss):
+    decoder = [] if loss == "transition" else ["decoder=tarjan"]  # a transition parser has none
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", overrides=[f"loss={loss}", *decoder])
+    instance = instantiate(cfg.loss)
+    assert type(instance).__name__ == cfg.loss._target_.rsplit(".", 1)[-1]
+    if loss == "transition":  # the parser decodes itself and is named by its system
+        assert cfg.decoder is None and cfg.name == cfg.model.system == "arc-standard"
+        assert cfg.model._target_ == "bockparse.transition.TransitionParser"
+    else:
+        assert cfg.name == f"{loss}-tarjan"
+        assert getattr(instance, "decoder", "tarjan") == "tarjan"  # the hinge's oracle
