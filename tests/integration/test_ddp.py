@@ -45,6 +45,12 @@ def train(run_dir: Path, *overrides: str, kill_when=None) -> subprocess.Complete
     return None
 
 
+def schedule_lines(log: Path) -> list[str]:
+    """The schedule's decisions in a rank's log, without the time stamps."""
+    lines = log.read_text(encoding="utf-8").splitlines()
+    return [line.split(" - ", 1)[1] for line in lines if "[bockparse.schedule]" in line]
+
+
 @pytest.fixture(scope="module")
 def ddp_run(tmp_path_factory) -> Path:
     """The issue's command: ``experiment=smoke`` with two CPU processes."""
@@ -70,8 +76,9 @@ def test_ddp_predicts_every_test_sentence_once_scored_as_the_conll_2018_evaluato
     # the evaluator has no LCM: the file-based scorer that matches it on UAS/LAS gives it
     assert metrics["test/lcm"] == pytest.approx(evaluate_files(str(gold), str(pred))["lcm"])
     assert CONFIG_KEY in torch.load(ddp_run / "checkpoints/last.ckpt", weights_only=False)
-    log = (ddp_run / "train.log").read_text(encoding="utf-8")
-    assert "update 3: dev LAS" in log and "update 6: dev LAS" in log
+    # both ranks saw the same dev LAS and took the same decisions (rank 1 logs to its own file)
+    ranks = [schedule_lines(ddp_run / name) for name in ("train.log", "train_ddp_process_1.log")]
+    assert ranks[0] == ranks[1] and len(ranks[0]) == 2
 
 
 @pytest.mark.slow
@@ -90,7 +97,8 @@ def test_one_process_evaluates_the_checkpoint_exactly_as_two(ddp_run, tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_ddp_run_resumes(tmp_path):
-    budget = ["optim.max_steps=24", "optim.eval_every=3", "optim.last_checkpoint.every_minutes=0"]
+    budget = ["optim.max_steps=24", "optim.eval_every=3", "optim.last_checkpoint.every_minutes=0",
+              "optim.schedule.switch_step=12"]  # fmt: skip
     last = tmp_path / "checkpoints/last.ckpt"
     train(tmp_path, *DDP, *budget, "condition=local-ce", kill_when=last.exists)
     saved = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
@@ -101,5 +109,8 @@ def test_a_killed_ddp_run_resumes(tmp_path):
     proc = train(tmp_path, *DDP, *budget, "condition=local-ce", "resume=true")
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert f"resuming from {last}" in (tmp_path / "train.log").read_text(encoding="utf-8")
+    for rank_log in ("train.log", "train_ddp_process_1.log"):  # every rank switched and reloaded
+        assert any(line.startswith("update 12: stage 2") and "reloaded the best model" in line
+                   for line in schedule_lines(tmp_path / rank_log))  # fmt: skip
     assert torch.load(last, map_location="cpu", weights_only=False)["global_step"] == 24
     assert json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))["best_step"] >= 3
