@@ -92,7 +92,8 @@ class ParserModule(pl.LightningModule):
             persistent=False,
         )
         # Per stage, sentence id -> (heads, rels): int64 [n + 1] CPU rows of the padded
-        # predictions, -1 at ROOT; every sentence once per epoch.
+        # predictions, -1 at ROOT; every sentence once per epoch (under DDP, a rank's own
+        # sentences until the epoch's end, then every rank's: _gather_predictions).
         self.predictions: dict[str, dict[int, tuple[torch.Tensor, torch.Tensor]]] = {
             s: {} for s in STAGES
         }
@@ -212,7 +213,7 @@ class ParserModule(pl.LightningModule):
             return
         done = self.predictions[stage]
         dataset = self.trainer.datamodule.dataset(stage)
-        shape = (len(dataset), int(max(dataset.lengths, default=0)) + 1)
+        shape = (len(dataset), int(dataset.lengths.max(initial=0)) + 1)
         tables = torch.full((2, *shape), -2, dtype=torch.long)  # heads, rels
         for sid, (heads, rels) in done.items():
             tables[0, sid, : len(heads)] = heads
