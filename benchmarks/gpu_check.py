@@ -11,7 +11,8 @@ the GPU and again on the CPU (``trainer=cpu``, ``32-true``) and reports:
 * words/s: words of the timed updates over their time;
 * decode share: the hinge's loss-augmented decoding (on the CPU) over the timed update time;
 * peak GPU memory: ``torch.cuda.max_memory_allocated`` over training;
-* evaluation sentences/s: dev + test sentences over the GPU evaluation's wall time;
+* evaluation sentences/s: dev + test sentences over the GPU evaluation's wall time
+  (loading the checkpoint and writing the predictions included);
 * whether the GPU's dev and test UAS/LAS/LCM equal the CPU evaluation of the same checkpoint.
   Required in fp32 (exit status 1 otherwise); in bf16-mixed the differences are reported only,
   since bf16 rounds differently from the CPU's fp32.
@@ -20,6 +21,7 @@ Run from the repository root on a machine with one CUDA GPU (a few minutes on an
 GPU)::
 
     python benchmarks/gpu_check.py --output benchmarks/results/gpu_check.md
+    python benchmarks/gpu_check.py --steps 100 -- data.batch_size=2000   # overrides after --
 
 Without CUDA it says so and exits with status 2.
 """
@@ -49,7 +51,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=5, help="first updates left out of the timing")
     p.add_argument("--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS)
     p.add_argument("--output", type=Path, help="also write the report to this file")
-    p.add_argument("overrides", nargs="*", help="further bockparse-train overrides")
+    p.add_argument("overrides", nargs="*", help="further bockparse-train overrides (after --)")
     return p.parse_args(argv)
 
 
