@@ -99,6 +99,8 @@ INTENDED: list[tuple[Any, ...]] = [
      "optim.last_checkpoint.every_evaluations", None),
     ("optim.last_checkpoint.every_minutes", ABSENT, "optim.last_checkpoint.every_minutes", 10),
     ("trainer.inference_mode", ABSENT, "trainer.inference_mode", True),
+    # How batch_size is read under DDP (issue 17): per rank, the same as one process.
+    ("data.batch_budget", ABSENT, "data.batch_budget", "per_rank"),
 ]  # fmt: skip
 
 
