@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .data.conllu import DataError
-from .metrics import PUNCT_EXCLUSIONS
+from .metrics import add_punct_argument, format_scores
 
 PROGRESS_SECONDS = 5.0  # at most one progress line per this many seconds
 
@@ -120,12 +120,7 @@ def evaluate(argv: Sequence[str] | None = None) -> int:
     _model_argument(parser)
     parser.add_argument("gold", help="gold CoNLL-U file")
     _decoder_argument(parser)
-    parser.add_argument(
-        "--exclude-punct",
-        choices=sorted(PUNCT_EXCLUSIONS),
-        default=None,
-        help="leave out gold punctuation (ptb/ctb: XPOS tags; upos: PUNCT)",
-    )
+    add_punct_argument(parser)
     args = parser.parse_args(argv)
     Parser = _parser_class(parser.prog)
     try:
@@ -134,11 +129,7 @@ def evaluate(argv: Sequence[str] | None = None) -> int:
         )
     except (DataError, ValueError, OSError) as err:
         return _fail(parser.prog, err)
-    print(f"UAS {result['uas']:.2f}  LAS {result['las']:.2f}  LCM {result['lcm']:.2f}")
-    print(
-        f"({result['heads']} / {result['labels']} of {result['words']} words, "
-        f"{result['complete']} of {result['sentences']} sentences)"
-    )
+    print(format_scores(result))
     return 0
 
 
