@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: help install test test-all lint format bench smoke train sweep table1-ud clean
+.PHONY: help install test test-all test-gpu lint format bench smoke train sweep table1-ud clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ test:  ## fast test suite (no slow, no gpu)
 
 test-all:  ## every CPU test, slow ones included
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 -m "not gpu"
+
+test-gpu:  ## the GPU tests (benchmarks/gpu_check.py on one CUDA GPU)
+	$(PY) -m pytest -q -m gpu
 
 lint:  ## ruff check + format check
 	$(PY) -m ruff check src tests benchmarks

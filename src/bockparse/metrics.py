@@ -266,24 +266,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("gold")
     parser.add_argument("pred")
-    parser.add_argument(
-        "--exclude-punct",
-        choices=sorted(PUNCT_EXCLUSIONS),
-        default=None,
-        help="leave out gold punctuation (ptb/ctb: XPOS tags; upos: PUNCT)",
-    )
+    add_punct_argument(parser)
     args = parser.parse_args(argv)
     try:
         result = evaluate_files(args.gold, args.pred, args.exclude_punct)
     except DataError as err:
         print(f"bockparse-eval: {err}", file=sys.stderr)
         return 1
-    print(f"UAS {result['uas']:.2f}  LAS {result['las']:.2f}  LCM {result['lcm']:.2f}")
-    print(
+    print(format_scores(result))
+    return 0
+
+
+def add_punct_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--exclude-punct`` option of the evaluation commands (:data:`PUNCT_EXCLUSIONS`)."""
+    parser.add_argument(
+        "--exclude-punct",
+        choices=sorted(PUNCT_EXCLUSIONS),
+        default=None,
+        help="leave out gold punctuation (ptb/ctb: XPOS tags; upos: PUNCT)",
+    )
+
+
+def format_scores(result: dict[str, float]) -> str:
+    """The evaluation commands' report: rates, then the counts behind them."""
+    return (
+        f"UAS {result['uas']:.2f}  LAS {result['las']:.2f}  LCM {result['lcm']:.2f}\n"
         f"({result['heads']} / {result['labels']} of {result['words']} words, "
         f"{result['complete']} of {result['sentences']} sentences)"
     )
-    return 0
 
 
 def __getattr__(name: str):

@@ -96,7 +96,8 @@ class ParserModule(pl.LightningModule):
             persistent=False,
         )
         # Per stage, sentence id -> (heads, rels): int64 [n + 1] CPU rows of the padded
-        # predictions, -1 at ROOT; every sentence once per epoch.
+        # predictions, -1 at ROOT; every sentence once per epoch (under DDP, a rank's own
+        # sentences until the epoch's end, then every rank's: _gather_predictions).
         self.predictions: dict[str, dict[int, tuple[torch.Tensor, torch.Tensor]]] = {
             s: {} for s in STAGES
         }
@@ -210,6 +211,37 @@ class ParserModule(pl.LightningModule):
                 raise RuntimeError(f"{stage}: sentence {sid} predicted twice in one epoch")
             done[sid] = (heads[b, : n + 1], rels[b, : n + 1])
 
+    def _gather_predictions(self, stage: str) -> None:
+        """Under DDP, give every rank the trees of all ranks (Lightning's ``all_gather``).
+
+        Each rank fills an int64 ``[S, N_max]`` table (``S`` sentences of the split) with its
+        own trees and ``-2`` elsewhere; after the gather, every sentence must have exactly one
+        owner (the evaluation samplers deal each sentence to one rank, without padding).
+
+        Raises:
+            RuntimeError: a sentence predicted by no rank or by several.
+        """
+        if self.trainer.world_size == 1:
+            return
+        done = self.predictions[stage]
+        dataset = self.trainer.datamodule.dataset(stage)
+        shape = (len(dataset), int(dataset.lengths.max(initial=0)) + 1)
+        tables = torch.full((2, *shape), -2, dtype=torch.long)  # heads, rels
+        for sid, (heads, rels) in done.items():
+            tables[0, sid, : len(heads)] = heads
+            tables[1, sid, : len(rels)] = rels
+        gathered = self.all_gather(tables.to(self.device)).cpu()  # [W, 2, S, N_max]
+        owned = gathered[:, 0, :, 0] != -2  # ROOT's head is -1 in a predicted row
+        owners = owned.sum(0)  # [S]
+        if not bool((owners == 1).all()):
+            bad = torch.nonzero(owners != 1).flatten().tolist()[:10]
+            raise RuntimeError(f"{stage}: sentences {bad} predicted by {owners[bad].tolist()} "
+                               "ranks instead of one")  # fmt: skip
+        rank_of = owned.long().argmax(0).tolist()
+        done.clear()
+        for sid, (rank, n) in enumerate(zip(rank_of, dataset.lengths, strict=True)):
+            done[sid] = (gathered[rank, 0, sid, : n + 1], gathered[rank, 1, sid, : n + 1])
+
     def _check_punct(self) -> None:
         """A punctuation exclusion must be the one the data marks in ``Batch.punct``."""
         if self.exclude_punct is not None:
@@ -233,6 +265,7 @@ class ParserModule(pl.LightningModule):
 
     def on_validation_epoch_end(self) -> None:
         self._log_scores("val")
+        self._gather_predictions("val")
 
     def on_test_epoch_start(self) -> None:
         self._check_punct()
@@ -243,11 +276,15 @@ class ParserModule(pl.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         self._log_scores("test")
+        self._gather_predictions("test")
 
     def write_predictions(self, stage: str, path: str | Path) -> None:
-        """Write the last ``stage`` predictions as CoNLL-U in file order (atomically)."""
+        """Write the last ``stage`` predictions as CoNLL-U in file order (atomically); under
+        DDP, rank 0 writes the trees gathered from every rank and the others write nothing."""
         from .data.dataset import write_predictions
 
+        if not self.trainer.is_global_zero:
+            return
         done = self.predictions[stage]
         dataset = self.trainer.datamodule.dataset(stage)
         Path(path).parent.mkdir(parents=True, exist_ok=True)

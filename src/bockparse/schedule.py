@@ -436,5 +436,6 @@ class ScheduleCallback(pl.Callback):
             or self.evaluations_since_last >= self.every_evaluations
             or time.monotonic() - self.last_written >= self.every_seconds
         )
-        if due:
+        # Under DDP the clocks of the ranks differ: rank 0 decides, so that all ranks save.
+        if trainer.strategy.broadcast(due, src=0):
             self._save(trainer, "last")

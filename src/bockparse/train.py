@@ -8,6 +8,14 @@ choices, every evaluation, decay, stage switch, the stop reason and where the ou
 :mod:`bockparse.schedule`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json`` and
 the CSV log; every file is written atomically. W&B runs offline unless an API key is
 configured, and a W&B failure only costs the W&B log.
+
+Under Lightning DDP (``trainer=ddp``) every rank runs :func:`run`; evaluation scores every
+sentence once across the ranks, and rank 0 alone writes the predictions and ``metrics.json``.
+
+``resume=true`` continues from ``checkpoints/last.ckpt`` when the run folder has one; it says
+so and exits when the run is finished (``metrics.json`` exists), and refuses a damaged
+``last.ckpt`` or a config whose model, data, loss, decoder or condition differ from the one the
+checkpoint was trained with (:func:`check_resume`).
 """
 
 from __future__ import annotations
@@ -37,6 +45,77 @@ from .schedule import ScheduleCallback, save_atomic
 from .trajectory import TrajectoryTrace
 
 log = logging.getLogger("bockparse.train")
+
+# The composed config, saved in every checkpoint under this key (``resume=true`` compares it).
+CONFIG_KEY = "bockparse_config"
+# What a resumed run must share with the checkpoint: the model's shape, the data, the condition.
+RESUME_KEYS = ("model", "encoder", "data", "loss", "decoder", "name", "exclude_punct", "seed")
+RESUME_FREE = frozenset({"data.num_workers"})  # changes nothing but speed
+
+
+class ResumeError(Exception):
+    """``resume=true`` cannot continue this run folder; the message says why and what to do."""
+
+
+class SaveConfig(pl.Callback):
+    """Stores the run's composed config (resolved) in every checkpoint, under ``CONFIG_KEY``."""
+
+    def __init__(self, cfg: DictConfig) -> None:
+        self.config = OmegaConf.to_container(cfg, resolve=True)
+
+    def on_save_checkpoint(self, trainer, module, checkpoint: dict[str, Any]) -> None:
+        checkpoint[CONFIG_KEY] = self.config
+
+
+def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(tree, dict):
+        return {prefix: tree}
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """``key: saved -> current`` for every setting under ``RESUME_KEYS`` that differs (dotted
+    keys, sorted); settings in ``RESUME_FREE`` may differ."""
+    old = _flat({k: saved.get(k) for k in RESUME_KEYS})
+    new = _flat({k: current.get(k) for k in RESUME_KEYS})
+    return [f"{key}: {old.get(key, '<absent>')!r} -> {new.get(key, '<absent>')!r}"
+            for key in sorted(old.keys() | new.keys())
+            if key not in RESUME_FREE and old.get(key) != new.get(key)]  # fmt: skip
+
+
+def check_resume(cfg: DictConfig, last: Path) -> None:
+    """Check that ``last`` (a run's ``last.ckpt``) can continue under ``cfg``.
+
+    Raises:
+        ResumeError: the file cannot be read or is no full training checkpoint, or the
+            config it was trained with differs from ``cfg`` in ``RESUME_KEYS`` (all listed).
+    """
+    run_dir = last.parent.parent
+    restart = (f"start over with resume=false (its checkpoints are replaced) or delete {run_dir}, "
+               "or set hydra.run.dir to a new folder")  # fmt: skip
+    try:
+        checkpoint = torch.load(last, map_location="cpu", weights_only=False)
+    except Exception as err:  # any unreadable file: torch raises RuntimeError, EOFError, ...
+        problem = f"the file is damaged or unreadable ({type(err).__name__}: {err})"
+        raise ResumeError(f"cannot resume from {last}: {problem}. Options: {restart}") from err
+    needed = ("state_dict", "optimizer_states", "bockparse")
+    missing = [k for k in needed if k not in checkpoint] if isinstance(checkpoint, dict) else needed
+    if missing:
+        raise ResumeError(f"cannot resume from {last}: not a full bockparse training checkpoint "
+                          f"(it lacks {', '.join(missing)}). Options: {restart}")  # fmt: skip
+    saved = checkpoint.get(CONFIG_KEY)
+    if saved is None:
+        log.warning("%s holds no config (an earlier version wrote it): resuming unchecked", last)
+        return
+    differences = config_differences(saved, OmegaConf.to_container(cfg, resolve=True))
+    if differences:
+        raise ResumeError(f"refusing to resume from {last}: the config differs from the one it "
+                          "was trained with in " + "; ".join(differences) + ". Undo these "
+                          f"overrides to resume, or {restart}")  # fmt: skip
+
 
 # The Hydra tree: package data in an installed wheel (setup.py ships conf/ as bockparse/conf),
 # the repository's top-level conf/ in a checkout (editable install or PYTHONPATH=src).
@@ -125,27 +204,61 @@ def log_choices(cfg: DictConfig, run_dir: Path) -> None:
     log.info("schedule: %s", OmegaConf.to_container(optim.schedule, resolve=True))
 
 
+def evaluate(
+    trainer: pl.Trainer,
+    module: ParserModule,
+    datamodule: pl.LightningDataModule,
+    checkpoint: Path,
+    run_dir: Path,
+) -> dict[str, float]:
+    """Evaluate ``checkpoint`` on dev and test and write ``predictions/{val,test}.conllu`` in
+    ``run_dir`` (rank 0 alone under DDP, with the trees of every rank).
+
+    Returns:
+        ``{"val/uas": ..., ..., "test/lcm": ...}``: the same on every rank.
+    """
+    result: dict[str, float] = {}
+    for stage, evaluate_stage in (("val", trainer.validate), ("test", trainer.test)):
+        evaluate_stage(module, datamodule=datamodule, ckpt_path=str(checkpoint))
+        path = run_dir / "predictions" / f"{stage}.conllu"
+        module.write_predictions(stage, path)
+        result.update({metric_key(stage, n): module.scores[stage][n] for n in NAMES})
+        scores = ", ".join(f"{n.upper()} {module.scores[stage][n]:.2f}" for n in NAMES)
+        log.info("%s: %s; predictions in %s", stage, scores, path)
+    return result
+
+
 def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
-    """Train, select, evaluate and write the outputs of one run; returns ``metrics.json``."""
-    log_choices(cfg, run_dir)
-    if cfg.torch_threads is not None:  # a fixed count: CPU kernels' reductions depend on it
-        torch.set_num_threads(cfg.torch_threads)
-    pl.seed_everything(cfg.seed, workers=True)
-    datamodule, module = build(cfg, run_dir)
+    """Train, select, evaluate and write the outputs of one run; returns ``metrics.json``.
+
+    Raises:
+        ResumeError: ``resume=true`` and ``last.ckpt`` cannot continue under ``cfg``.
+    """
     ckpt_dir = run_dir / "checkpoints"
+    done = run_dir / "metrics.json"
+    if cfg.resume and done.exists():
+        log.info("%s is finished (%s exists): nothing to resume; resume=false trains it again",
+                 run_dir, done)  # fmt: skip
+        return json.loads(done.read_text(encoding="utf-8"))
+    log_choices(cfg, run_dir)
     callback = ScheduleCallback(ckpt_dir, **cfg.optim.last_checkpoint)
-    loggers = make_loggers(cfg, run_dir)
-    trainer: pl.Trainer = instantiate(
-        cfg.trainer, logger=loggers or False, callbacks=[callback], default_root_dir=str(run_dir)
-    )
-    # Lightning evaluates under torch.no_grad inside fit (inference_mode=False for the fit's
-    # validation loop); dev evaluations here only decode and count, so inference mode is safe.
-    trainer.fit_loop.epoch_loop.val_loop.inference_mode = cfg.trainer.inference_mode
     resume = callback.last_path if cfg.resume and callback.last_path.exists() else None
     if cfg.resume and resume is None:
         log.warning("resume=true but %s does not exist: starting afresh", callback.last_path)
     if resume is not None:
+        check_resume(cfg, resume)
         log.info("resuming from %s", resume)
+    if cfg.torch_threads is not None:  # a fixed count: CPU kernels' reductions depend on it
+        torch.set_num_threads(cfg.torch_threads)
+    pl.seed_everything(cfg.seed, workers=True)
+    datamodule, module = build(cfg, run_dir)
+    loggers = make_loggers(cfg, run_dir)
+    trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
+                                      callbacks=[callback, SaveConfig(cfg)],
+                                      default_root_dir=str(run_dir))  # fmt: skip
+    # Lightning evaluates under torch.no_grad inside fit (inference_mode=False for the fit's
+    # validation loop); dev evaluations here only decode and count, so inference mode is safe.
+    trainer.fit_loop.epoch_loop.val_loop.inference_mode = cfg.trainer.inference_mode
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
     train_seconds = time.perf_counter() - start
@@ -167,14 +280,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
              written["last"] / 1e6, callback.evaluations, callback.write_seconds,
              100 * callback.write_seconds / max(train_seconds, 1e-9))  # fmt: skip
     log.info("evaluating best.ckpt (update %d) on dev and test", best_step)
-    result: dict[str, Any] = {}
-    for stage, evaluate in (("val", trainer.validate), ("test", trainer.test)):
-        evaluate(module, datamodule=datamodule, ckpt_path=str(callback.best_path))
-        path = run_dir / "predictions" / f"{stage}.conllu"
-        module.write_predictions(stage, path)
-        result.update({metric_key(stage, n): module.scores[stage][n] for n in NAMES})
-        scores = ", ".join(f"{n.upper()} {module.scores[stage][n]:.2f}" for n in NAMES)
-        log.info("%s: %s; predictions in %s", stage, scores, path)
+    result: dict[str, Any] = evaluate(trainer, module, datamodule, callback.best_path, run_dir)
     result.update(
         best_step=best_step,
         seed=cfg.seed,
@@ -185,8 +291,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         train_seconds=round(train_seconds, 3),
         decode_seconds=round(module.decode_seconds, 3),
     )
-    write_json_atomic(run_dir / "metrics.json", result)
-    log.info("metrics in %s; checkpoints in %s", run_dir / "metrics.json", ckpt_dir)
+    if trainer.is_global_zero:
+        write_json_atomic(done, result)
+        log.info("metrics in %s; checkpoints in %s", done, ckpt_dir)
     return result
 
 
@@ -195,7 +302,7 @@ def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         result = run(cfg, run_dir)
-    except (DataError, FloatingPointError, InstantiationException) as err:
+    except (DataError, FloatingPointError, InstantiationException, ResumeError) as err:
         # A bad data file or setting surfaces from instantiate() as the exception's cause.
         if isinstance(err, InstantiationException) and not isinstance(err.__cause__, DataError):
             raise

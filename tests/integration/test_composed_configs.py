@@ -118,6 +118,8 @@ INTENDED: list[tuple[Any, ...]] = [
         "loss._target_", "bockparse.losses.StructuredHinge", False)),
     ("loss.value_tol", ABSENT, "loss.value_tol", _if_key(
         "loss._target_", "bockparse.losses.StructuredHinge", 1e-6)),
+    # How batch_size is read under DDP (issue 17): per rank, the same as one process.
+    ("data.batch_budget", ABSENT, "data.batch_budget", "per_rank"),
 ]  # fmt: skip
 
 

@@ -174,11 +174,16 @@ class FakeTrainer:
     def __init__(self, module: FakeModule, ckpt_path: Path | None = None) -> None:
         self.module = module
         self.state = SimpleNamespace(fn="fit")
-        self.strategy = SimpleNamespace(barrier=lambda: None)
+        # one process: broadcast hands back what it is given (rank_zero_due: rank 0's clock)
+        self.rank_zero_due: bool | None = None
+        self.strategy = SimpleNamespace(barrier=lambda: None, broadcast=self._broadcast)
         self.global_step = 0
         self.callback_metrics: dict[str, torch.Tensor] = {}
         self.should_stop = False
         self.ckpt_path = ckpt_path
+
+    def _broadcast(self, obj, src=0):
+        return obj if self.rank_zero_due is None else self.rank_zero_due
 
     def save_checkpoint(self, path, weights_only):
         checkpoint = {
@@ -245,6 +250,20 @@ def test_last_every_minutes(tmp_path):
     train(callback, trainer, module, [50.0, 40.0, 30.0])
     assert load(callback.last_path)["global_step"] == 300
     assert callback.writes == {"best": 1, "last": 3}
+
+
+def test_rank_zero_decides_when_last_is_due(tmp_path):
+    """Under DDP the time-based write follows rank 0's clock, on every rank alike."""
+    module = FakeModule(schedule())
+    trainer = FakeTrainer(module)
+    callback = ScheduleCallback(tmp_path, every_evaluations=None, every_minutes=60)
+    trainer.rank_zero_due = True  # rank 0's interval has passed, this rank's has not
+    train(callback, trainer, module, [50.0])
+    assert callback.writes["last"] == 1
+    trainer.rank_zero_due = False  # and the other way round
+    callback.every_seconds = 0.0
+    train(callback, trainer, module, [40.0], start=200)
+    assert callback.writes["last"] == 1
 
 
 def test_resume_restores_the_best_model_that_last_ckpt_knows(tmp_path):

@@ -66,7 +66,8 @@ class Sentence:
     """One sentence block of a CoNLL-U file.
 
     Word-level lists have length ``n`` (word ``i`` is at index ``i - 1``); ``heads`` are 1-based
-    word indices with ``0`` for ROOT, as in the file.
+    word indices with ``0`` for ROOT, as in the file (``-1`` each, and relations ``_``, when
+    read as unparsed text: ``trees=False``).
 
     Attributes:
         lines: the block's raw lines without newlines (comments, MWT and empty-node lines
@@ -177,8 +178,11 @@ def _check_tree(path: str, sentence: Sentence, single_root: bool) -> None:
         )
 
 
-def _parse_sentence(path: str, lines: list[str], start: int) -> Sentence:
-    """Parse one block; line problems go to ``sentence.problems`` (tree checks come later)."""
+def _parse_sentence(path: str, lines: list[str], start: int, trees: bool) -> Sentence:
+    """Parse one block; line problems go to ``sentence.problems`` (tree checks come later).
+
+    Without ``trees``, HEAD and DEPREL are not read: heads are ``-1`` and relations ``_``.
+    """
     sentence = Sentence(lines=lines, line=start)
     problems = sentence.problems
     for k, line in enumerate(lines):
@@ -225,13 +229,17 @@ def _parse_sentence(path: str, lines: list[str], start: int) -> Sentence:
             problems.append(
                 Problem(path, number, f"word ID {word_id} out of order: expected {expected}")
             )
-        try:
-            head = parse_int_value(cols[HEAD_COLUMN])
-        except ParseException:
-            head = None
-        if head is None:
-            problems.append(Problem(path, number, f"HEAD {cols[HEAD_COLUMN]!r} is not an integer"))
-            continue
+        head = -1
+        if trees:
+            try:
+                head = parse_int_value(cols[HEAD_COLUMN])
+            except ParseException:
+                head = None
+            if head is None:
+                problems.append(
+                    Problem(path, number, f"HEAD {cols[HEAD_COLUMN]!r} is not an integer")
+                )
+                continue
         sentence.word_lines.append(k)
         sentence.forms.append(cols[1])
         sentence.lemmas.append(cols[2])
@@ -239,12 +247,12 @@ def _parse_sentence(path: str, lines: list[str], start: int) -> Sentence:
         sentence.xpos.append(cols[4])
         sentence.feats.append(cols[5])
         sentence.heads.append(head)
-        sentence.rels.append(cols[DEPREL_COLUMN])
+        sentence.rels.append(cols[DEPREL_COLUMN] if trees else "_")
     return sentence
 
 
 def parse_conllu(
-    path: str | os.PathLike, *, single_root: bool
+    path: str | os.PathLike, *, single_root: bool, trees: bool = True
 ) -> tuple[list[Sentence], list[Problem]]:
     """Read and validate a CoNLL-U file, without any malformed-data policy.
 
@@ -256,6 +264,9 @@ def parse_conllu(
     Args:
         path: the file; messages name it as given.
         single_root: require exactly one word attached to ROOT.
+        trees: read HEAD and DEPREL and check the trees (training and gold data); ``False``
+            for text to be parsed: HEAD and DEPREL may be ``_`` or filled, and are ignored
+            (each word's head is ``-1`` and its relation ``_``); every other check applies.
 
     Returns:
         ``(sentences, file_problems)``: every sentence block in file order (an invalid one has
@@ -285,10 +296,10 @@ def parse_conllu(
         elif start is None:
             file_problems.append(Problem(name, number, "empty sentence: extra blank line"))
         else:
-            sentences.append(_parse_sentence(name, lines[start - 1 : number - 1], start))
+            sentences.append(_parse_sentence(name, lines[start - 1 : number - 1], start, trees))
             start = None
     if start is not None:
-        sentences.append(_parse_sentence(name, lines[start - 1 :], start))
+        sentences.append(_parse_sentence(name, lines[start - 1 :], start, trees))
         file_problems.append(
             Problem(name, len(lines), "missing blank line after the last sentence")
         )
@@ -302,7 +313,7 @@ def parse_conllu(
         sentence.problems[:0] = [by_line[i] for i in range(sentence.line, end) if i in by_line]
         if not sentence.problems and not sentence.forms:
             sentence.problems.append(Problem(name, sentence.line, "empty sentence: no word lines"))
-        if not sentence.problems:
+        if not sentence.problems and trees:
             _check_tree(name, sentence, single_root)
         if sentence.sent_id is not None:
             line = sentence.line + sentence.sent_id_index
@@ -337,7 +348,7 @@ def _word_line_count(sentence: Sentence) -> int:
 
 
 def read_conllu(
-    path: str | os.PathLike, *, single_root: bool, on_malformed: OnMalformed
+    path: str | os.PathLike, *, single_root: bool, on_malformed: OnMalformed, trees: bool = True
 ) -> list[Sentence]:
     """Read a CoNLL-U file for parsing, applying the malformed-data policy.
 
@@ -347,6 +358,7 @@ def read_conllu(
         on_malformed: ``"error"`` raises on any problem, listing the first ones; ``"skip"`` logs
             each problem (WARNING on ``bockparse.data.conllu``) and drops the sentences that
             have one, then logs the total of sentences and words dropped.
+        trees: as :func:`parse_conllu` (``False``: unparsed text, HEAD and DEPREL ignored).
 
     Returns:
         The valid sentences, in file order.
@@ -358,7 +370,7 @@ def read_conllu(
     if on_malformed not in ("error", "skip"):
         raise DataError(f"on_malformed must be 'error' or 'skip', got {on_malformed!r}")
     name = str(path)
-    sentences, file_problems = parse_conllu(path, single_root=single_root)
+    sentences, file_problems = parse_conllu(path, single_root=single_root, trees=trees)
     bad = [s for s in sentences if s.problems]
     if on_malformed == "error":
         problems = sorted(

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import lightning.pytorch as pl
 from hydra.utils import to_absolute_path
-from torch.utils.data import DataLoader
+from lightning.fabric.utilities.distributed import DistributedSamplerWrapper
+from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSamplerWrapper
+from torch.utils.data import DataLoader, Sampler
 from transformers import PreTrainedTokenizerBase
 
 from .batch import Collator, TokenBudgetSampler
@@ -25,6 +27,22 @@ _STAGE_SPLITS = {
     "test": ("test",),
     "predict": ("predict",),
 }
+BatchBudget = Literal["per_rank", "total"]
+
+
+def split_batches(batches: list[list[int]], parts: int) -> list[list[int]]:
+    """At least ``parts`` batches (when there are that many sentences): the batch with the most
+    sentences is halved until there are enough. Batches that already suffice are returned as
+    they are, so evaluation under DDP scores exactly the batches one process would."""
+    batches = [list(b) for b in batches]
+    while len(batches) < parts:
+        k = max(range(len(batches)), key=lambda i: len(batches[i]))
+        if len(batches[k]) < 2:
+            raise DataError(f"{sum(map(len, batches))} sentences cannot be shared among {parts} "
+                            "processes: use fewer devices")  # fmt: skip
+        half = len(batches[k]) // 2
+        batches[k : k + 1] = [batches[k][:half], batches[k][half:]]
+    return batches
 
 
 class ParserDataModule(pl.LightningDataModule):
@@ -40,7 +58,7 @@ class ParserDataModule(pl.LightningDataModule):
             the directory the program started in, as Hydra's ``to_absolute_path``), or
             ``None`` for that directory.
         train, val, test: CoNLL-U files; ``None`` for a split not used.
-        batch_size: word budget per batch.
+        batch_size: word budget per batch (per update, see ``batch_budget``).
         min_word_freq: words seen fewer times in training become ``<unk>``.
         max_word_chars: characters kept per word for the character model.
         on_malformed: ``"error"`` or ``"skip"`` (see ``read_conllu``).
@@ -56,6 +74,19 @@ class ParserDataModule(pl.LightningDataModule):
             the tokenizer's ``model_max_length``.
         vocabs: saved vocabularies (object or JSON file from ``Vocabs.save``), or ``None`` to
             build them from ``train``.
+        batch_budget: how ``batch_size`` is read when training on several processes (Lightning
+            DDP, ``world_size`` ranks): ``"per_rank"``, each rank packs its own batches of
+            ``batch_size`` words, so one update sees about ``world_size * batch_size`` words;
+            ``"total"``, ``batch_size`` is the update's budget over all ranks and each rank
+            packs ``batch_size // world_size`` words (the Bock paper's 5,000-word update at
+            any scale). One process: both are the same.
+
+    Under DDP, every rank builds the same training batches for the epoch and takes every
+    ``world_size``-th one (Lightning's ``DistributedSamplerWrapper``: the same number of batches
+    on every rank, the first ones repeated to even out, deterministic per seed and epoch).
+    Evaluation batches are the single-process batches dealt out the same way without padding
+    (Lightning's ``UnrepeatedDistributedSamplerWrapper``), so every sentence is scored exactly
+    once, by the same batch as in one process.
 
     Raises:
         DataError: a bad setting, tokenizer or vocabulary file.
@@ -81,6 +112,7 @@ class ParserDataModule(pl.LightningDataModule):
         tokenizer: PreTrainedTokenizerBase | str | None = None,
         max_length: int | None = None,
         vocabs: Vocabs | str | os.PathLike | None = None,
+        batch_budget: BatchBudget = "per_rank",
     ):
         super().__init__()
         if on_malformed not in ("error", "skip"):
@@ -90,7 +122,10 @@ class ParserDataModule(pl.LightningDataModule):
             split: None if p is None else Path(os.path.normpath(base / Path(p).expanduser()))
             for split, p in zip(SPLITS, (train, val, test, predict or test), strict=True)
         }
+        if batch_budget not in ("per_rank", "total"):
+            raise DataError(f"batch_budget must be 'per_rank' or 'total', got {batch_budget!r}")
         self.batch_size = batch_size
+        self.batch_budget = batch_budget
         self.min_word_freq = min_word_freq
         self.max_word_chars = max_word_chars
         self.on_malformed = on_malformed
@@ -146,11 +181,36 @@ class ParserDataModule(pl.LightningDataModule):
             )
         return self._datasets[split]
 
+    def _ranks(self) -> tuple[int, int]:
+        """``(world_size, global_rank)`` of the attached trainer (one process without one)."""
+        trainer = getattr(self, "trainer", None)
+        return (1, 0) if trainer is None else (trainer.world_size, trainer.global_rank)
+
+    def rank_batch_size(self, world_size: int) -> int:
+        """Each rank's word budget per training batch (see ``batch_budget``)."""
+        if self.batch_budget == "per_rank" or world_size == 1:
+            return self.batch_size
+        if self.batch_size < world_size:
+            raise DataError(f"batch_size {self.batch_size} cannot be split among {world_size} "
+                            "processes (batch_budget: total)")  # fmt: skip
+        return self.batch_size // world_size
+
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         dataset = self.dataset(split)
-        sampler = TokenBudgetSampler(
-            dataset.lengths, self.batch_size, shuffle=shuffle, seed=self.seed
+        world, rank = self._ranks()
+        budget = self.rank_batch_size(world) if shuffle else self.batch_size
+        sampler: Sampler = TokenBudgetSampler(
+            dataset.lengths, budget, shuffle=shuffle, seed=self.seed
         )
+        # Under DDP the samplers are Lightning's distributed wrappers already, which it leaves as
+        # they are (it would otherwise pad evaluation shards with repeated batches).
+        if world > 1 and shuffle:
+            sampler = DistributedSamplerWrapper(sampler, num_replicas=world, rank=rank,
+                                                shuffle=False)  # fmt: skip
+        elif world > 1:
+            sampler = UnrepeatedDistributedSamplerWrapper(
+                split_batches(list(sampler), world), num_replicas=world, rank=rank, shuffle=False
+            )
         # The sampler yields whole batches (batch_size=None): Lightning then finds it as
         # ``loader.sampler`` and calls its ``set_epoch``, which it does not on a batch_sampler.
         return DataLoader(

@@ -1,5 +1,6 @@
-"""Reloading a trained run (its saved config and ``checkpoints/best.ckpt``) and scoring its
-development and test sentences once, for analyses on fixed score matrices."""
+"""Reloading a trained run (its saved config and ``checkpoints/best.ckpt``, by
+:meth:`bockparse.parser.Parser.load`) and scoring its development and test sentences once, for
+analyses on fixed score matrices."""
 
 from __future__ import annotations
 
@@ -13,27 +14,24 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..data.batch import Batch
-from ..data.conllu import DataError
-from ..data.vocab import Vocabs
+from ..data.conllu import read_conllu
 from ..model.outputs import ParserScores
+from ..parser import Parser
 from .runs import CONFIG_FILE, HYDRA_FILE, current_keys
-
-CHECKPOINT = Path("checkpoints") / "best.ckpt"
 
 
 @dataclass
 class LoadedRun:
-    """A run's composed config, data module (vocabularies from its checkpoint) and module
-    (best weights, eval mode, on the CPU)."""
+    """A run's composed config (absolute data paths) and its parser (best weights, eval mode,
+    on the CPU)."""
 
     path: Path
     cfg: DictConfig
-    datamodule: object
-    module: object
+    parser: Parser
 
     @property
     def relations(self) -> list[str]:
-        return self.module.relations
+        return self.parser.relations
 
 
 @dataclass
@@ -41,7 +39,7 @@ class ScoredSentence:
     """One sentence's fixed arc scores.
 
     Attributes:
-        index: position in the split's dataset (file order).
+        index: position in the split's file (file order).
         arc: float32 ``[N, N]``, ``arc[h, d]`` (exactly what the run's decoder receives).
     """
 
@@ -78,41 +76,31 @@ def run_config(run_dir: str | Path) -> DictConfig:
 
 
 def load_run(run_dir: str | Path) -> LoadedRun:
-    """Rebuild a finished run's model from ``.hydra/config.yaml`` and ``best.ckpt`` (data
-    paths as :func:`run_config`).
+    """A finished run: its config (data paths as :func:`run_config`) and its parser
+    (:meth:`Parser.load`: vocabularies and weights from ``best.ckpt``, no training data).
 
     Raises:
-        FileNotFoundError: no saved config or checkpoint.
-        DataError: the vocabularies rebuilt from the training file differ from the
-            checkpoint's (the file changed since training).
+        FileNotFoundError: no saved config.
+        bockparse.parser.ModelError: no usable checkpoint.
     """
-    from ..train import build
-
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)
-    if not (run_dir / CHECKPOINT).is_file():
-        raise FileNotFoundError(f"{run_dir / CHECKPOINT}: not found (did the run finish?)")
-    datamodule, module = build(cfg, run_dir)
-    checkpoint = torch.load(run_dir / CHECKPOINT, map_location="cpu", weights_only=False)
-    saved = checkpoint.get(type(datamodule).__name__, {}).get("vocabs")
-    if saved is not None and Vocabs.from_dict(saved) != datamodule.vocabs:
-        raise DataError(
-            f"{run_dir}: the vocabularies of {cfg.data.train} differ from the checkpoint's; "
-            "the training file changed since the run"
-        )
-    module.load_state_dict(checkpoint["state_dict"])
-    module.eval()
-    return LoadedRun(run_dir, cfg, datamodule, module)
+    return LoadedRun(run_dir, cfg, Parser.load(run_dir))
 
 
 def scored_batches(run: LoadedRun, stage: str) -> Iterator[tuple[Batch, ParserScores]]:
     """The batches of ``stage`` (``"val"`` or ``"test"``) with their fixed scores, computed
-    once by the scorer in eval mode (batches as in evaluation, sorted by length)."""
-    dm = run.datamodule
-    loader = dm.val_dataloader() if stage == "val" else dm.test_dataloader()
+    once by the scorer in eval mode (batches as in evaluation: the run's batch size, sorted by
+    length; ``Batch.punct`` marks the run's punctuation exclusion, if any)."""
+    data = run.cfg.data
+    path = Path(str(data.root)).expanduser() / Path(str(data[stage])).expanduser()
+    sentences = read_conllu(
+        os.path.normpath(path), single_root=data.single_root, on_malformed=data.on_malformed
+    )
+    exclude = run.parser.settings.exclude_punct
     with torch.inference_mode():
-        for batch in loader:
-            yield batch, run.module.scorer(batch)
+        for batch in run.parser.batches(sentences, exclude_punct=exclude):
+            yield batch, run.parser.scorer(batch)
 
 
 def scored_sentences(run: LoadedRun, stage: str) -> Iterator[ScoredSentence]:

@@ -26,7 +26,7 @@ def _dataset() -> ParserDataset:
                          punct_tags=["PUNCT"])  # fmt: skip
 
 
-class _Module:
+class _Parser:
     def __init__(self, relations):
         self.relations = list(relations)
 
@@ -34,7 +34,7 @@ class _Module:
 def _fake_run(tmp_path, dataset):
     cfg = OmegaConf.create({"exclude_punct": None, "seed": 1,
                             "name": "local-ce", "decoder": "cle"})  # fmt: skip
-    return LoadedRun(tmp_path, cfg, datamodule=None, module=_Module(dataset.vocabs.rels.itos))
+    return LoadedRun(tmp_path, cfg, parser=_Parser(dataset.vocabs.rels.itos))
 
 
 def _scored(dataset):

@@ -105,7 +105,9 @@ def make_encoder(tiny_config):
 
     def make(seed: int = 0, **overrides) -> TransformerEncoder:
         torch.manual_seed(seed)
-        root = OmegaConf.merge(tiny_config._get_root(), {"encoder": overrides})
+        root = tiny_config._get_root().copy()
+        OmegaConf.set_struct(root, False)  # overrides may add constructor arguments
+        root = OmegaConf.merge(root, {"encoder": overrides})
         return instantiate(root.encoder.model)
 
     return make

@@ -1,0 +1,685 @@
+"""Use a trained parser: ``Parser.load(path)``, then ``predict``, ``evaluate`` or ``save``.
+
+``Parser.load`` takes a run folder of ``bockparse-train`` (its ``checkpoints/best.ckpt``), a
+Lightning checkpoint of a run (``best.ckpt``, ``last.ckpt``, full or weights only) or a model
+file written by :meth:`Parser.save` (``bockparse-export``). It rebuilds the scorer from the run's
+composed model and encoder config (read by :func:`run_settings`, the one place that knows the
+config's keys), with the vocabularies and the weights from the file: no Hydra application, no
+training data, no hub access. The transformer is built from its configuration only (the
+weights come from the file); its tokenizer comes from the encoder's local folder or embedded
+name for a run, and from the model file itself for an exported model.
+
+Prediction is the training code's (:func:`bockparse.predict.predict_trees`): heads from a
+registry decoder under the single-root constraint (the run's decoder unless another is asked
+for), each word's relation the best one at its predicted head, batches of at most
+``batch_size`` words sorted by length, as in development evaluation; long sentences span
+several encoder windows (:mod:`bockparse.data.subwords`), never truncated. Evaluation counts
+with :func:`bockparse.metrics.batch_counts`, so a run's test file gives its ``metrics.json``
+scores exactly.
+
+Model files never run code when loaded: they are read with ``torch.load(weights_only=True)``,
+which only admits tensors and plain containers, strings and numbers; anything else is refused
+with :class:`ModelError`. A model file holds the scorer's weights (no optimiser state), and
+one JSON string with the vocabularies, the composed model/encoder settings and the run's
+metadata; the transformer's configuration and tokenizer files travel as byte tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from .data.batch import Batch, Collator, TokenBudgetSampler
+from .data.conllu import COLUMNS, DataError, Sentence, format_sentence, read_conllu
+from .data.dataset import ParserDataset
+from .data.subwords import WordPieces
+from .data.vocab import SPECIALS, Vocabs, base_relation_ids
+from .decoders import get_decoder
+from .metrics import COUNTS, PUNCT_EXCLUSIONS, batch_counts, rates
+from .predict import predict_trees
+
+FORMAT = "bockparse-model"
+FORMAT_VERSION = 1
+CONFIG_FILE = Path(".hydra") / "config.yaml"
+METRICS_FILE = "metrics.json"
+BEST_CHECKPOINT = Path("checkpoints") / "best.ckpt"
+
+# Tag inputs of the scorer: input field -> (model switch, CoNLL-U column name)
+TAG_INPUTS = {
+    "upos": ("use_upos", "UPOS"),
+    "xpos": ("use_xpos", "XPOS"),
+    "feats": ("use_feats", "FEATS"),
+}
+
+Progress = Callable[[int, int], None]
+"""``progress(sentences_done, sentences_total)``, called after each batch."""
+
+
+class ModelError(DataError):
+    """A model path or file is unusable (missing, not a model, or refused as unsafe)."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a parser needs from its run's composed config (all plain, resolved values).
+
+    Attributes:
+        model: the scorer's config node (``_target_``, ``_partial_`` and its settings).
+        encoder: the encoder group (``max_length``, ``tokenizer``, ``model`` nodes), or
+            ``None`` for a parser without a transformer.
+        decoder: registry name of the run's decoder; ``None`` for a parser that predicts trees
+            itself (the transition parsers).
+        condition: the run's condition (``hinge-bock``, ...).
+        max_word_chars: characters per word seen by the character model.
+        batch_size: the run's evaluation batch size in words.
+        punct_field, punct_tags: how the run's data marks punctuation.
+        exclude_punct: the run's punctuation exclusion for its scores, or ``None``.
+        seed: the run seed.
+        experiment: the run's ``experiment_name``.
+    """
+
+    model: dict[str, Any]
+    encoder: dict[str, Any] | None
+    decoder: str | None
+    condition: str | None
+    max_word_chars: int
+    batch_size: int
+    punct_field: str
+    punct_tags: list[str]
+    exclude_punct: str | None
+    seed: int | None
+    experiment: str | None
+
+
+def run_settings(cfg: Any) -> RunSettings:
+    """The settings a parser reads from a run's composed config (``.hydra/config.yaml``).
+
+    The one function that knows the config's key names. Conditions may be a group
+    (``condition.decoder``, ``condition.name``) or top-level keys (``decoder``, ``name``).
+
+    Args:
+        cfg: the composed config (an OmegaConf ``DictConfig``).
+
+    Raises:
+        ModelError: a needed key is missing.
+    """
+    from omegaconf import OmegaConf
+
+    def get(*keys: str, required: bool = True) -> Any:
+        for key in keys:
+            node = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+            if node is not None:
+                return (
+                    OmegaConf.to_container(node, resolve=True)
+                    if OmegaConf.is_config(node)
+                    else node
+                )
+        if required:
+            raise ModelError(f"the run's config has no {' or '.join(keys)}")
+        return None
+
+    condition = get("condition", required=False)
+    decoder_keys = ("condition.decoder", "decoder") if isinstance(condition, dict) else ("decoder",)
+    name_keys = ("condition.name", "name") if isinstance(condition, dict) else ("name",)
+    encoder = get("encoder", required=False)
+    if encoder is not None and not encoder.get("model"):
+        encoder = None
+    return RunSettings(
+        model=get("model"),
+        encoder=encoder,
+        decoder=get(*decoder_keys, required=False),
+        condition=get(*name_keys, required=False),
+        max_word_chars=int(get("data.max_word_chars")),
+        batch_size=int(get("data.batch_size")),
+        punct_field=str(get("data.punct_field")),
+        punct_tags=[str(t) for t in get("data.punct_tags")],
+        exclude_punct=get("exclude_punct", required=False),
+        seed=get("seed", required=False),
+        experiment=get("experiment_name", required=False),
+    )
+
+
+def read_model_file(path: str | os.PathLike) -> dict[str, Any]:
+    """A checkpoint or model file's content, loaded without running code from it.
+
+    Raises:
+        ModelError: the file is missing, unreadable, not a dict, or holds anything but tensors
+            and plain containers, strings and numbers (a pickle payload is refused, never run).
+    """
+    try:
+        content = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise ModelError(f"{path}: not found") from None
+    except pickle.UnpicklingError as e:
+        reason = str(e).strip().splitlines()[0]
+        raise ModelError(
+            f"{path}: refused: the file holds Python objects other than tensors and plain "
+            "containers, and loading them could run code from it (weights_only). Export trusted "
+            f"runs with bockparse-export. ({reason})"
+        ) from None
+    except Exception as e:  # torch raises many types on files it cannot read; none runs code
+        raise ModelError(f"{path}: not a bockparse model or checkpoint ({e!r})") from None
+    if not isinstance(content, dict):
+        raise ModelError(
+            f"{path}: not a bockparse model or checkpoint (a {type(content).__name__})"
+        )
+    return content
+
+
+def _files_from_tensors(files: Mapping[str, torch.Tensor], folder: Path) -> None:
+    for name, data in files.items():
+        if Path(name).name != name:
+            raise ModelError(f"encoder file name {name!r} is not a plain file name")
+        (folder / name).write_bytes(data.numpy().tobytes())
+
+
+def _tensors_from_folder(folder: Path) -> dict[str, torch.Tensor]:
+    return {
+        p.name: torch.frombuffer(bytearray(p.read_bytes()), dtype=torch.uint8)
+        for p in sorted(folder.iterdir())
+        if p.is_file()
+    }
+
+
+def _instantiate(node: Mapping[str, Any], **kwargs: Any) -> Any:
+    from hydra.utils import instantiate
+
+    return instantiate(dict(node), **kwargs)
+
+
+def _transformer_from_run(node: Mapping[str, Any]) -> nn.Module:
+    """The transformer skeleton of a run's encoder node: its configuration, random weights."""
+    from transformers import AutoConfig, AutoModel
+
+    from .model.encoder import _without_pooler, resolve_encoder_path
+
+    target = str(node.get("_target_", ""))
+    if target.endswith(".random_bert"):  # configuration only, as in training
+        return _instantiate(node)
+    if target.endswith(".load_pretrained"):
+        source = resolve_encoder_path(str(node["name_or_path"]))
+        try:
+            config = AutoConfig.from_pretrained(source, local_files_only=True)
+        except (OSError, ValueError) as e:
+            raise ModelError(
+                f"cannot read the configuration of encoder {node['name_or_path']!r} ({source}) "
+                f"offline; load an exported model file instead ({e})"
+            ) from None
+        return _without_pooler(AutoModel.from_config(config))
+    raise ModelError(f"unknown transformer builder {target!r} in the run's encoder config")
+
+
+def _transformer_from_files(folder: Path) -> nn.Module:
+    from transformers import AutoConfig, AutoModel
+
+    from .model.encoder import _without_pooler
+
+    return _without_pooler(AutoModel.from_config(AutoConfig.from_pretrained(folder)))
+
+
+def _vocabs_of_checkpoint(path: Path, checkpoint: Mapping[str, Any]) -> Vocabs:
+    """The vocabularies a Lightning checkpoint carries (the data module's state)."""
+    for value in checkpoint.values():
+        if isinstance(value, dict) and isinstance(value.get("vocabs"), dict):
+            return Vocabs.from_dict(value["vocabs"])
+    raise ModelError(f"{path}: the checkpoint carries no vocabularies (not a bockparse run?)")
+
+
+def _scorer_state(path: Path, state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The scorer's weights from a LightningModule state dict (keys ``scorer.*``)."""
+    prefix = "scorer."
+    state = {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
+    if not state:
+        raise ModelError(f"{path}: the checkpoint holds no scorer weights")
+    return state
+
+
+def _run_dir_of(checkpoint: Path) -> Path:
+    """The run folder of a checkpoint: the first folder above it with ``.hydra/config.yaml``."""
+    for folder in checkpoint.resolve().parents:
+        if (folder / CONFIG_FILE).is_file():
+            return folder
+    raise ModelError(
+        f"{checkpoint}: no run config (.hydra/config.yaml) in any folder above the checkpoint; "
+        "give the run folder, or a model file from bockparse-export"
+    )
+
+
+def _words(index: int, item: Any) -> Sentence:
+    """A sentence from pre-tokenized input: a list of words, or a mapping with ``forms`` and
+    optionally ``upos``, ``xpos``, ``feats`` (lists as long as ``forms``)."""
+    where = f"sentence {index}"
+    if isinstance(item, Mapping):
+        unknown = set(item) - {"forms", *TAG_INPUTS}
+        if unknown:
+            raise DataError(f"{where}: unknown keys {sorted(unknown)} (forms, upos, xpos, feats)")
+        if "forms" not in item:
+            raise DataError(f"{where}: no 'forms' (the list of its words)")
+        forms = list(item["forms"])
+        tags = {f: list(item.get(f, ["_"] * len(forms))) for f in TAG_INPUTS}
+    elif isinstance(item, Sequence) and not isinstance(item, str):
+        forms = list(item)
+        tags = {f: ["_"] * len(forms) for f in TAG_INPUTS}
+    else:
+        raise DataError(
+            f"{where}: a {type(item).__name__}; give each sentence as a list of words or a dict "
+            "with 'forms' (and optionally 'upos', 'xpos', 'feats')"
+        )
+    if not forms:
+        raise DataError(f"{where}: no words")
+    for field, values in tags.items():
+        if len(values) != len(forms):
+            raise DataError(f"{where}: {len(forms)} words but {len(values)} {field} values")
+    lines = []
+    for i, values in enumerate(
+        zip(forms, tags["upos"], tags["xpos"], tags["feats"], strict=True), 1
+    ):
+        for value, column in zip(values, ("FORM", "UPOS", "XPOS", "FEATS"), strict=True):
+            if not isinstance(value, str) or not value or {"\t", "\n", "\r"} & set(value):
+                raise DataError(
+                    f"{where}, word {i}: {column} {value!r} must be a non-empty string without "
+                    "tabs or line breaks"
+                )
+        form, upos, xpos, feats = values
+        lines.append("\t".join([str(i), form, "_", upos, xpos, feats, "_", "_", "_", "_"]))
+    return Sentence(
+        lines=lines,
+        line=0,
+        word_lines=list(range(len(forms))),
+        forms=forms,
+        lemmas=["_"] * len(forms),
+        upos=tags["upos"],
+        xpos=tags["xpos"],
+        feats=tags["feats"],
+        heads=[-1] * len(forms),
+        rels=["_"] * len(forms),
+    )
+
+
+def _parsed(sentence: Sentence, heads: list[int], rels: list[str]) -> Sentence:
+    """A copy of ``sentence`` with its predicted tree, in its fields and in its lines."""
+    text = format_sentence(sentence, heads, rels)
+    return replace(sentence, lines=text[:-2].split("\n"), heads=heads, rels=rels, problems=[])
+
+
+class Parser:
+    """A trained parser: scorer (eval mode), vocabularies, wordpieces and the run's settings.
+
+    Build it with :meth:`load`.
+
+    Args:
+        scorer: the scorer, weights loaded.
+        vocabs: the training vocabularies.
+        wordpieces: the transformer's wordpieces, or ``None`` without a transformer.
+        settings: the run's settings (:func:`run_settings`).
+        metadata: the run's metadata (condition, decoder, seed, best step, scores, ...).
+        device: where the scorer runs.
+
+    Attributes:
+        decoder: the run's decoder (``None`` for a parser that predicts trees itself).
+        relations: the relation labels, the scorer's ``R`` classes in order.
+    """
+
+    def __init__(
+        self,
+        scorer: nn.Module,
+        vocabs: Vocabs,
+        wordpieces: WordPieces | None,
+        settings: RunSettings,
+        metadata: dict[str, Any],
+        device: torch.device | str,
+    ) -> None:
+        self.scorer = scorer.to(device).eval()
+        self.vocabs = vocabs
+        self.wordpieces = wordpieces
+        self.settings = settings
+        self.metadata = metadata
+        self.device = torch.device(device)
+        self.decoder = settings.decoder
+        self.relations = list(vocabs.rels.itos)
+        self._base_of = torch.tensor(base_relation_ids(self.relations)[1], dtype=torch.long)
+
+    # -- loading and saving ------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, device: torch.device | str = "cpu") -> Parser:
+        """Load a run folder, one of its checkpoints, or an exported model file.
+
+        Args:
+            path: a run folder (its ``checkpoints/best.ckpt`` is used), a checkpoint inside a
+                run folder, or a model file from :meth:`save` / ``bockparse-export``.
+            device: where the scorer runs.
+
+        Raises:
+            ModelError: the path is none of these, or the file is refused (see the module doc).
+            DataError: the saved vocabularies are unusable.
+        """
+        path = Path(path)
+        if path.is_dir():
+            if not (path / CONFIG_FILE).is_file():
+                raise ModelError(f"{path}: not a run folder (no {CONFIG_FILE})")
+            return cls._load_checkpoint(path / BEST_CHECKPOINT, path, device)
+        content = read_model_file(path)
+        if content.get("format") == FORMAT:
+            return cls._load_exported(path, content, device)
+        if "state_dict" in content:
+            return cls._load_checkpoint(path, _run_dir_of(path), device, content)
+        raise ModelError(f"{path}: neither a bockparse model file nor a Lightning checkpoint")
+
+    @classmethod
+    def _load_checkpoint(
+        cls,
+        path: Path,
+        run_dir: Path,
+        device: torch.device | str,
+        content: dict[str, Any] | None = None,
+    ) -> Parser:
+        from omegaconf import OmegaConf
+
+        if content is None:
+            content = read_model_file(path)
+        settings = run_settings(OmegaConf.load(run_dir / CONFIG_FILE))
+        vocabs = _vocabs_of_checkpoint(path, content)
+        wordpieces = transformer = None
+        if settings.encoder is not None:
+            tokenizer = _instantiate(settings.encoder["tokenizer"])
+            wordpieces = WordPieces(tokenizer, settings.encoder["max_length"])
+            transformer = _transformer_from_run(settings.encoder["model"]["transformer"])
+        metadata = {
+            "condition": settings.condition,
+            "decoder": settings.decoder,
+            "seed": settings.seed,
+            "experiment": settings.experiment,
+            "checkpoint": path.name,
+            "step": content.get("global_step"),
+        }
+        metrics = run_dir / METRICS_FILE
+        if metrics.is_file():
+            metadata["metrics"] = json.loads(metrics.read_text(encoding="utf-8"))
+        scorer = cls._scorer(settings, vocabs, transformer)
+        cls._load_weights(path, scorer, _scorer_state(path, content["state_dict"]))
+        return cls(scorer, vocabs, wordpieces, settings, metadata, device)
+
+    @classmethod
+    def _load_exported(
+        cls, path: Path, content: dict[str, Any], device: torch.device | str
+    ) -> Parser:
+        from transformers import AutoTokenizer
+
+        if content.get("version") != FORMAT_VERSION:
+            raise ModelError(
+                f"{path}: model file version {content.get('version')!r}; this bockparse reads "
+                f"version {FORMAT_VERSION}"
+            )
+        try:
+            meta = json.loads(content["config"])
+            settings = RunSettings(**meta["settings"])
+            vocabs = Vocabs.from_dict(meta["vocabs"])
+            state = content["state_dict"]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ModelError(f"{path}: damaged model file ({e!r})") from None
+        wordpieces = transformer = None
+        if settings.encoder is not None:
+            with tempfile.TemporaryDirectory(prefix="bockparse-encoder-") as tmp:
+                _files_from_tensors(content["encoder_files"], Path(tmp))
+                tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
+                transformer = _transformer_from_files(Path(tmp))
+            wordpieces = WordPieces(tokenizer, settings.encoder["max_length"])
+        scorer = cls._scorer(settings, vocabs, transformer)
+        cls._load_weights(path, scorer, state)
+        return cls(scorer, vocabs, wordpieces, settings, meta["metadata"], device)
+
+    @staticmethod
+    def _scorer(settings: RunSettings, vocabs: Vocabs, transformer: nn.Module | None) -> nn.Module:
+        encoder = None
+        if transformer is not None:
+            node = {k: v for k, v in settings.encoder["model"].items() if k != "transformer"}
+            encoder = _instantiate(node, transformer=transformer)
+        return _instantiate(settings.model)(vocabs=vocabs, encoder=encoder)
+
+    @staticmethod
+    def _load_weights(path: Path, scorer: nn.Module, state: Mapping[str, torch.Tensor]) -> None:
+        try:
+            scorer.load_state_dict(state)
+        except RuntimeError as e:
+            raise ModelError(
+                f"{path}: the weights do not fit the model its config describes ({e})"
+            ) from None
+
+    def save(self, path: str | os.PathLike) -> int:
+        """Write the model file (``bockparse-export``), atomically.
+
+        It holds the scorer's weights, the vocabularies, the settings and the metadata, and the
+        transformer's configuration and tokenizer files (so that it loads anywhere, offline); no
+        optimiser state. It loads with ``torch.load(weights_only=True)``.
+
+        Returns:
+            The bytes written.
+        """
+        meta = {
+            "settings": asdict(self.settings),
+            "vocabs": self.vocabs.to_dict(),
+            "metadata": self.metadata,
+        }
+        content: dict[str, Any] = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "config": json.dumps(meta, ensure_ascii=False),
+            "state_dict": {k: v.detach().cpu() for k, v in self.scorer.state_dict().items()},
+        }
+        if self.wordpieces is not None:
+            with tempfile.TemporaryDirectory(prefix="bockparse-encoder-") as tmp:
+                self.wordpieces.tokenizer.save_pretrained(tmp)
+                self.scorer.encoder.transformer.config.save_pretrained(tmp)
+                content["encoder_files"] = _tensors_from_folder(Path(tmp))
+        target = Path(path)
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                torch.save(content, f)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp_name, 0o666 & ~umask)  # mkstemp's 0600 would keep the file private
+            os.replace(tmp_name, target)
+        except BaseException:
+            os.unlink(tmp_name)
+            raise
+        return target.stat().st_size
+
+    # -- input ------------------------------------------------------------------------------
+
+    def sentences(self, data: str | os.PathLike | Sequence[Any]) -> list[Sentence]:
+        """The sentences of an input: a CoNLL-U file (HEAD and DEPREL ignored), ``Sentence``
+        objects, or pre-tokenized sentences (lists of words, or dicts with ``forms`` and
+        optionally ``upos``, ``xpos``, ``feats``).
+
+        Raises:
+            DataError: a malformed file (``FILE:LINE: reason``) or sentence, or a tag input the
+                model uses and the input lacks.
+        """
+        if isinstance(data, str | os.PathLike):
+            sentences = read_conllu(data, single_root=True, on_malformed="error", trees=False)
+            source = str(data)
+        else:
+            sentences = [s if isinstance(s, Sentence) else _words(i, s) for i, s in enumerate(data)]
+            source = "the input"
+        self._check_tags(sentences, source)
+        return sentences
+
+    def _check_tags(self, sentences: Sequence[Sentence], source: str) -> None:
+        """A tag input the model uses must be in the input: not ``_`` on every word, unless
+        ``_`` was all the training data had."""
+        if not sentences:
+            return
+        for field, (switch, column) in TAG_INPUTS.items():
+            if not self.settings.model.get(switch):
+                continue
+            trained = set(getattr(self.vocabs, field).itos) - set(SPECIALS) - {"_"}
+            given = {v for s in sentences for v in getattr(s, field)}
+            if trained and given == {"_"}:
+                raise DataError(
+                    f"{source}: the model uses {column} (model.{switch}: true) but the input has "
+                    f"none ({column} is _ on every word): give {column} (CoNLL-U column "
+                    f"{COLUMNS.index(column) + 1}, or '{field}' in each pre-tokenized sentence), "
+                    "or use a model that does not need it, trained with model=biaffine-notags "
+                    "(bockparse-train model=biaffine-notags ...)"
+                )
+
+    def _dataset(self, sentences: Sequence[Sentence], exclude_punct: str | None) -> ParserDataset:
+        field, tags = self.settings.punct_field, self.settings.punct_tags
+        if exclude_punct is not None:
+            if exclude_punct not in PUNCT_EXCLUSIONS:
+                known = ", ".join(PUNCT_EXCLUSIONS)
+                raise ValueError(f"unknown punctuation exclusion {exclude_punct!r}; known: {known}")
+            field, tag_set = PUNCT_EXCLUSIONS[exclude_punct]
+            tags = sorted(tag_set)
+        return ParserDataset(
+            sentences,
+            self.vocabs,
+            max_word_chars=self.settings.max_word_chars,
+            punct_field=field,
+            punct_tags=tags,
+            wordpieces=self.wordpieces,
+        )
+
+    def batches(
+        self,
+        sentences: Sequence[Sentence],
+        batch_size: int | None = None,
+        *,
+        exclude_punct: str | None = None,
+    ) -> Iterator[Batch]:
+        """Batches of at most ``batch_size`` words (the run's when ``None``), sorted by length
+        as in development evaluation, on the parser's device; ``Batch.sentence_ids`` index
+        ``sentences``. ``exclude_punct`` sets ``Batch.punct`` to that exclusion's marks."""
+        if not sentences:
+            return
+        dataset = self._dataset(sentences, exclude_punct)
+        size = self.settings.batch_size if batch_size is None else batch_size
+        collate = Collator(dataset)
+        for indices in TokenBudgetSampler(dataset.lengths, size, shuffle=False, seed=0):
+            yield collate(indices).to(self.device)
+
+    # -- prediction -------------------------------------------------------------------------
+
+    def _decoder_name(self, decoder: str | None) -> str | None:
+        if decoder is None:
+            return self.decoder
+        if self.decoder is None:
+            raise ValueError(
+                f"this parser ({self.settings.condition}) predicts trees itself; it takes no "
+                f"decoder (got {decoder!r})"
+            )
+        get_decoder(decoder)  # unknown names fail listing the known ones
+        return decoder
+
+    def predict_batch(
+        self, batch: Batch, decoder: str | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Labelled single-root trees of a batch (:func:`bockparse.predict.predict_trees`).
+
+        Returns:
+            ``(heads, rels)``, int64 ``[B, N]``, ``-1`` at ROOT and padding.
+        """
+        name = self._decoder_name(decoder)
+        with torch.inference_mode():
+            if name is None:
+                return self.scorer.predict(batch)
+            return predict_trees(self.scorer(batch), batch.lengths, name)
+
+    def _trees(
+        self,
+        sentences: Sequence[Sentence],
+        decoder: str | None,
+        batch_size: int | None,
+        progress: Progress | None,
+        exclude_punct: str | None = None,
+    ) -> Iterator[tuple[Batch, torch.Tensor, torch.Tensor]]:
+        name = self._decoder_name(decoder)
+        done = 0
+        for batch in self.batches(sentences, batch_size, exclude_punct=exclude_punct):
+            heads, rels = self.predict_batch(batch, name)
+            yield batch, heads, rels
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(sentences))
+
+    def predict(
+        self,
+        data: str | os.PathLike | Sequence[Any],
+        decoder: str | None = None,
+        batch_size: int | None = None,
+        *,
+        progress: Progress | None = None,
+    ) -> list[Sentence]:
+        """Parse sentences.
+
+        Args:
+            data: a CoNLL-U file (HEAD and DEPREL may be ``_``; filled ones are ignored), a list
+                of ``Sentence``, or pre-tokenized sentences: lists of words, or dicts with
+                ``forms`` and optionally ``upos``, ``xpos``, ``feats``.
+            decoder: a registry decoder name; ``None`` for the run's.
+            batch_size: words per batch; ``None`` for the run's.
+            progress: called after each batch with the sentences done and the total.
+
+        Returns:
+            The sentences in input order, each a copy with ``heads`` (1-based, 0 for ROOT,
+            exactly one word on ROOT) and ``rels`` filled, and the same in its ``lines``: write
+            them with :func:`bockparse.data.write_conllu` to get the input file with only HEAD
+            and DEPREL replaced (comments, multiword tokens, empty nodes kept byte for byte).
+
+        Raises:
+            DataError: as :meth:`sentences`.
+            ValueError: an unknown decoder name.
+        """
+        sentences = self.sentences(data)
+        out: list[Sentence | None] = [None] * len(sentences)
+        itos = self.relations
+        for batch, heads, rels in self._trees(sentences, decoder, batch_size, progress):
+            heads, rels = heads.cpu().tolist(), rels.cpu().tolist()
+            for b, (sid, n) in enumerate(
+                zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
+            ):
+                labels = [itos[r] for r in rels[b][1 : n + 1]]
+                out[sid] = _parsed(sentences[sid], heads[b][1 : n + 1], labels)
+        return out
+
+    def evaluate(
+        self,
+        path: str | os.PathLike,
+        decoder: str | None = None,
+        exclude_punct: str | None = None,
+        batch_size: int | None = None,
+    ) -> dict[str, Any]:
+        """UAS, LAS and LCM on a gold CoNLL-U file, with the training conventions.
+
+        Punctuation included unless ``exclude_punct`` names one of
+        :data:`bockparse.metrics.PUNCT_EXCLUSIONS`, ROOT excluded, LAS on base relations,
+        counts by :func:`bockparse.metrics.batch_counts`: on a run's test file, with the run's
+        decoder, batch size and exclusion, the scores of its ``metrics.json``.
+
+        Returns:
+            ``{"uas", "las", "lcm"}`` in percent and the integer counts ``words``, ``heads``,
+            ``labels``, ``sentences``, ``complete``.
+
+        Raises:
+            DataError: a malformed gold file (``FILE:LINE: reason``).
+            ValueError: an unknown decoder or exclusion.
+        """
+        gold = read_conllu(path, single_root=False, on_malformed="error")
+        self._check_tags(gold, str(path))
+        total = torch.zeros(len(COUNTS), dtype=torch.long)
+        base_of = self._base_of.to(self.device)
+        exclude = exclude_punct is not None
+        for batch, heads, rels in self._trees(gold, decoder, batch_size, None, exclude_punct):
+            total += batch_counts(heads, rels, batch, base_of, exclude).cpu()
+        return {**rates(total), **dict(zip(COUNTS, total.tolist(), strict=True))}

@@ -1,0 +1,153 @@
+"""A real smoke run of ``bockparse-train``, loaded from its folder, its checkpoint and its
+exported model file: the same scores as its ``metrics.json``, the same predictions as its
+``predictions/test.conllu``, byte for byte, and model files that cannot run code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from bockparse.data import read_conllu, write_conllu
+from bockparse.metrics import evaluate_files
+from bockparse.parser import ModelError, Parser
+from bockparse.parser_cli import evaluate as evaluate_cli
+from bockparse.parser_cli import export as export_cli
+from bockparse.parser_cli import predict as predict_cli
+
+SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
+TEST = SAMPLE / "en_ewt-ud-test.conllu"
+
+
+@pytest.fixture(scope="module")
+def exported(smoke_run, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("export") / "model.pt"
+    assert export_cli([str(smoke_run), "--out", str(path)]) == 0
+    return path
+
+
+def test_evaluate_equals_metrics_json_from_folder_checkpoint_and_model_file(
+    smoke_run, exported, capsys
+):
+    metrics = json.loads((smoke_run / "metrics.json").read_text())
+    expected = {name: metrics[f"test/{name}"] for name in ("uas", "las", "lcm")}
+    for source in (smoke_run, smoke_run / "checkpoints" / "best.ckpt", exported):
+        result = Parser.load(source).evaluate(TEST)
+        assert {name: result[name] for name in expected} == expected, source
+        assert result["sentences"] == 400 and result["words"] == 6305
+    capsys.readouterr()
+    assert evaluate_cli([str(exported), str(TEST)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert (
+        first == f"UAS {expected['uas']:.2f}  LAS {expected['las']:.2f}  LCM {expected['lcm']:.2f}"
+    )
+
+
+def test_model_file_is_slim_and_predicts_exactly_as_the_checkpoint(smoke_run, exported, tmp_path):
+    content = torch.load(exported, map_location="cpu", weights_only=True)
+    assert set(content) == {"format", "version", "config", "state_dict", "encoder_files"}
+    meta = json.loads(content["config"])
+    run = meta["metadata"]
+    assert (run["condition"], run["decoder"], run["seed"]) == ("hinge-bock", "bock", 1111)
+    assert run["metrics"]["best_step"] == 2 and "test/las" in run["metrics"]
+    assert meta["settings"]["model"]["use_upos"] is False
+    assert all(isinstance(v, torch.Tensor) for v in content["state_dict"].values())
+
+    from_ckpt = Parser.load(smoke_run / "checkpoints" / "best.ckpt").predict(TEST)
+    from_file = Parser.load(exported).predict(TEST)
+    assert [(s.heads, s.rels) for s in from_file] == [(s.heads, s.rels) for s in from_ckpt]
+    out = tmp_path / "test.conllu"
+    write_conllu(out, from_file)
+    assert out.read_bytes() == (smoke_run / "predictions" / "test.conllu").read_bytes()
+
+
+def test_cli_predicts_the_run_predictions_and_reports_speed(smoke_run, exported, tmp_path, capsys):
+    out = tmp_path / "pred.conllu"
+    assert predict_cli([str(exported), str(TEST), "--out", str(out), "--decoder", "cle"]) == 0
+    captured = capsys.readouterr()
+    assert "400 sentences, 6,305 words in" in captured.out and "sentences/s" in captured.out
+    assert "parsed 400 / 400 sentences" in captured.err
+    # CL/E and Bock are both exact: the same trees as the run's (Bock) predictions
+    assert out.read_bytes() == (smoke_run / "predictions" / "test.conllu").read_bytes()
+    assert [p.name for p in tmp_path.iterdir()] == ["pred.conllu"]  # no temporary left
+    # punctuation left out: the same counts as bockparse-eval on the written file
+    on_file = evaluate_files(str(TEST), str(out), "upos")
+    assert Parser.load(exported).evaluate(TEST, decoder="cle", exclude_punct="upos") == on_file
+    assert on_file["words"] < 6305
+
+
+def test_plain_token_lists_parse_as_the_same_words_in_conllu(exported):
+    parser = Parser.load(exported)
+    gold = read_conllu(TEST, single_root=True, on_malformed="error")[:60]
+    from_words = parser.predict([s.forms for s in gold])
+    from_conllu = parser.predict(gold)  # tags present but unused by the tag-free model
+    assert [(s.heads, s.rels) for s in from_words] == [(s.heads, s.rels) for s in from_conllu]
+    assert all(s.heads.count(0) == 1 for s in from_words)
+
+
+class Payload:
+    """Unpickling it creates a file: a stand-in for code a malicious model file would run."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_a_file_carrying_a_pickle_payload_is_refused_without_running_it(smoke_run, tmp_path):
+    marker = tmp_path / "payload-ran"
+    evil = tmp_path / "model.pt"
+    torch.save({"format": "bockparse-model", "state_dict": {}, "x": Payload(marker)}, evil)
+    with pytest.raises(ModelError, match=r"model.pt: refused: .*could run code"):
+        Parser.load(evil)
+    assert not marker.exists()
+    torch.load(evil, weights_only=False)  # what loading without weights_only would have done
+    assert marker.exists()
+
+
+def test_bad_model_paths_are_clear_errors(smoke_run, tmp_path):
+    with pytest.raises(ModelError, match="not found"):
+        Parser.load(tmp_path / "missing.pt")
+    with pytest.raises(ModelError, match="not a run folder"):
+        Parser.load(tmp_path)
+    (tmp_path / "text.pt").write_text("hello")
+    with pytest.raises(ModelError, match="not a bockparse model or checkpoint"):
+        Parser.load(tmp_path / "text.pt")
+    lone = tmp_path / "lone.ckpt"  # a checkpoint outside its run folder
+    lone.write_bytes((smoke_run / "checkpoints" / "best.ckpt").read_bytes())
+    with pytest.raises(ModelError, match=r"no run config \(.hydra/config.yaml\)"):
+        Parser.load(lone)
+
+
+def test_run_settings_read_a_condition_group_or_top_level_keys(smoke_run):
+    from omegaconf import OmegaConf
+
+    from bockparse.parser import run_settings
+
+    saved = OmegaConf.to_container(OmegaConf.load(smoke_run / ".hydra" / "config.yaml"))
+    flat = {k: v for k, v in saved.items() if k != "condition"}
+    flat.update({k: saved.get("condition", {}).get(k, flat.get(k)) for k in ("name", "decoder")})
+    flat["name"] = "hinge-bock"  # what the saved "hinge-${decoder}" resolves to
+    grouped = {k: v for k, v in flat.items() if k not in ("name", "decoder")}
+    grouped["condition"] = {"name": flat["name"], "decoder": flat["decoder"]}
+    settings = run_settings(OmegaConf.create(flat))
+    assert run_settings(OmegaConf.create(grouped)) == settings
+    assert (settings.condition, settings.decoder, settings.seed) == ("hinge-bock", "bock", 1111)
+    assert settings.encoder["max_length"] == 32 and settings.model["use_upos"] is False
+    assert settings.batch_size == 400 and settings.punct_tags == ["PUNCT"]
+
+
+def test_the_experiment_loader_scores_through_the_parser(smoke_run, tmp_path, monkeypatch):
+    from bockparse.experiments.loading import load_run
+    from bockparse.experiments.substitute import compare
+
+    monkeypatch.chdir(tmp_path)  # data paths come from the run's config, not the current folder
+    run = load_run(smoke_run)
+    result = compare(run, "test", ["bock", "tarjan"])
+    assert result["sentences"] == 400
+    assert result["reproduced"]["identical"] == 400  # the run's own predictions/test.conllu
+    metrics = json.loads((smoke_run / "metrics.json").read_text())
+    assert result["scores"]["bock"]["las"] == metrics["test/las"]
