@@ -43,7 +43,6 @@ from pathlib import Path
 
 import torch
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from bockparse.data.subwords import length_chunks, pool_pieces
@@ -77,25 +76,27 @@ def parse_args() -> argparse.Namespace:
 
 
 def data_config(args: argparse.Namespace, root: Path, batch_words: int):
-    cfg = OmegaConf.create(
-        {
-            "seed": args.seed,
-            "encoder": OmegaConf.load(CONF / "encoder" / f"{args.encoder}.yaml"),
-            "data": OmegaConf.load(CONF / "data" / "ewt-sample.yaml"),
-            "model": OmegaConf.load(CONF / "model" / "biaffine.yaml"),
-        }
-    )
-    cfg.data.root = str(root)
-    cfg.data.batch_size = batch_words
-    cfg.data.tokenizer = cfg.encoder.tokenizer
+    """The composed ``train`` config (data, encoder, model groups) on ``root``'s EWT files."""
+    from hydra import compose, initialize_config_dir
+
+    overrides = [
+        f"encoder={args.encoder}",
+        "data=ewt-sample",
+        "model=biaffine",
+        f"seed={args.seed}",
+        f"data.root={root}",
+        f"data.batch_size={batch_words}",
+    ]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=overrides)
+    cfg.data.tokenizer = cfg.encoder.tokenizer  # as bockparse.train.build wires them
     cfg.data.max_length = cfg.encoder.max_length
     return cfg
 
 
 def build(args: argparse.Namespace):
     """The first training batches of the sample and the scorer."""
-    cfg = data_config(args, ROOT / OmegaConf.load(CONF / "data" / "ewt-sample.yaml").root,
-                      args.batch_words)  # fmt: skip
+    cfg = data_config(args, ROOT / "data" / "ud-english-ewt-sample", args.batch_words)
     datamodule = instantiate(cfg.data)
     datamodule.setup("fit")
     loader = iter(datamodule.train_dataloader())

@@ -26,6 +26,7 @@ metadata; the transformer's configuration and tokenizer files travel as byte ten
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -85,6 +86,9 @@ class RunSettings:
         exclude_punct: the run's punctuation exclusion for its scores, or ``None``.
         seed: the run seed.
         experiment: the run's ``experiment_name``.
+        precision: the run's ``trainer.precision`` (``32-true``, ``bf16-mixed``, ...): a parser
+            predicts under the autocast its run was evaluated with (:data:`AUTOCAST`), so that
+            its scores are the run's.
     """
 
     model: dict[str, Any]
@@ -98,6 +102,12 @@ class RunSettings:
     exclude_punct: str | None
     seed: int | None
     experiment: str | None
+    precision: str = "32-true"  # model files exported before this field predicted in fp32
+
+
+# Lightning precisions that evaluate under torch.autocast, and its dtype; any other is fp32.
+AUTOCAST = {"bf16-mixed": torch.bfloat16, "bf16": torch.bfloat16,
+            "16-mixed": torch.float16, "16": torch.float16}  # fmt: skip
 
 
 def run_settings(cfg: Any) -> RunSettings:
@@ -145,6 +155,7 @@ def run_settings(cfg: Any) -> RunSettings:
         exclude_punct=get("exclude_punct", required=False),
         seed=get("seed", required=False),
         experiment=get("experiment_name", required=False),
+        precision=str(get("trainer.precision", required=False) or "32-true"),
     )
 
 
@@ -323,10 +334,13 @@ class Parser:
         settings: the run's settings (:func:`run_settings`).
         metadata: the run's metadata (condition, decoder, seed, best step, scores, ...).
         device: where the scorer runs.
+        precision: the precision to predict in (a Lightning precision, as
+            ``trainer.precision``); ``None`` for the run's.
 
     Attributes:
         decoder: the run's decoder (``None`` for a parser that predicts trees itself).
         relations: the relation labels, the scorer's ``R`` classes in order.
+        precision: the precision predictions run in; settable (``"32-true"``: fp32).
     """
 
     def __init__(
@@ -337,8 +351,10 @@ class Parser:
         settings: RunSettings,
         metadata: dict[str, Any],
         device: torch.device | str,
+        precision: str | None = None,
     ) -> None:
         self.scorer = scorer.to(device).eval()
+        self.precision = settings.precision if precision is None else precision
         self.vocabs = vocabs
         self.wordpieces = wordpieces
         self.settings = settings
@@ -351,13 +367,22 @@ class Parser:
     # -- loading and saving ------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, device: torch.device | str = "cpu") -> Parser:
+    def load(
+        cls,
+        path: str | os.PathLike,
+        *,
+        device: torch.device | str = "cpu",
+        precision: str | None = None,
+    ) -> Parser:
         """Load a run folder, one of its checkpoints, or an exported model file.
 
         Args:
             path: a run folder (its ``checkpoints/best.ckpt`` is used), a checkpoint inside a
                 run folder, or a model file from :meth:`save` / ``bockparse-export``.
             device: where the scorer runs.
+            precision: ``None`` to predict as the run evaluated (its ``trainer.precision``:
+                a ``bf16-mixed`` run predicts under bf16 autocast, which reproduces its
+                ``metrics.json``), or a Lightning precision (``"32-true"`` for fp32).
 
         Raises:
             ModelError: the path is none of these, or the file is refused (see the module doc).
@@ -367,13 +392,20 @@ class Parser:
         if path.is_dir():
             if not (path / CONFIG_FILE).is_file():
                 raise ModelError(f"{path}: not a run folder (no {CONFIG_FILE})")
-            return cls._load_checkpoint(path / BEST_CHECKPOINT, path, device)
-        content = read_model_file(path)
-        if content.get("format") == FORMAT:
-            return cls._load_exported(path, content, device)
-        if "state_dict" in content:
-            return cls._load_checkpoint(path, _run_dir_of(path), device, content)
-        raise ModelError(f"{path}: neither a bockparse model file nor a Lightning checkpoint")
+            parser = cls._load_checkpoint(path / BEST_CHECKPOINT, path, device)
+        else:
+            content = read_model_file(path)
+            if content.get("format") == FORMAT:
+                parser = cls._load_exported(path, content, device)
+            elif "state_dict" in content:
+                parser = cls._load_checkpoint(path, _run_dir_of(path), device, content)
+            else:
+                raise ModelError(
+                    f"{path}: neither a bockparse model file nor a Lightning checkpoint"
+                )
+        if precision is not None:
+            parser.precision = precision
+        return parser
 
     @classmethod
     def _load_checkpoint(
@@ -571,6 +603,14 @@ class Parser:
 
     # -- prediction -------------------------------------------------------------------------
 
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """``torch.autocast`` of :attr:`precision` on the parser's device (a no-op for fp32);
+        the decoders and the losses' terms cast up themselves, as in training."""
+        dtype = AUTOCAST.get(self.precision)
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=dtype)
+
     def _decoder_name(self, decoder: str | None) -> str | None:
         if decoder is None:
             return self.decoder
@@ -591,7 +631,7 @@ class Parser:
             ``(heads, rels)``, int64 ``[B, N]``, ``-1`` at ROOT and padding.
         """
         name = self._decoder_name(decoder)
-        with torch.inference_mode():
+        with torch.inference_mode(), self.autocast():
             if name is None:
                 return self.scorer.predict(batch)
             return predict_trees(self.scorer(batch), batch.lengths, name)

@@ -46,6 +46,12 @@ def _model_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "model", help="a run folder, a checkpoint of a run, or a model file from bockparse-export"
     )
+    parser.add_argument(
+        "--precision",
+        default=None,
+        choices=["32-true", "bf16-mixed"],
+        help="fp32 or bf16 autocast; default: the run's trainer.precision (its scores)",
+    )
 
 
 def _decoder_argument(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +98,7 @@ def predict(argv: Sequence[str] | None = None) -> int:
 
     Parser = _parser_class(parser.prog)
     try:
-        model = Parser.load(args.model)
+        model = Parser.load(args.model, precision=args.precision)
         sentences = model.sentences(args.input)
         start = time.perf_counter()
         parsed = model.predict(
@@ -124,7 +130,7 @@ def evaluate(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     Parser = _parser_class(parser.prog)
     try:
-        result = Parser.load(args.model).evaluate(
+        result = Parser.load(args.model, precision=args.precision).evaluate(
             args.gold, args.decoder, args.exclude_punct, args.batch_size
         )
     except (DataError, ValueError, OSError) as err:

@@ -5,8 +5,9 @@ dev LAS (the later one on ties), then evaluates it on dev and test. The run fold
 ``hydra.run.dir``) receives the composed config (``.hydra/``), ``train.log`` (the config's
 choices, every evaluation, decay, stage switch, the stop reason and where the outputs went),
 ``checkpoints/best.ckpt`` (weights only) and ``last.ckpt`` (full state, for ``resume=true``; see
-:mod:`bockparse.schedule`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json`` and
-the CSV log; every file is written atomically. W&B runs offline unless an API key is
+:mod:`bockparse.schedule`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json``,
+``timing.json`` (the wall time by part, :mod:`bockparse.clock`) and the CSV log; every file is
+written atomically. W&B runs offline unless an API key is
 configured, and a W&B failure only costs the W&B log.
 
 Under Lightning DDP (``trainer=ddp``) every rank runs :func:`run`; evaluation scores every
@@ -38,6 +39,7 @@ from hydra.utils import instantiate
 from lightning.pytorch.loggers import CSVLogger, Logger
 from omegaconf import DictConfig, OmegaConf
 
+from .clock import RunClock
 from .data.conllu import DataError
 from .metrics import NAMES, metric_key
 from .module import ParserModule
@@ -253,8 +255,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     pl.seed_everything(cfg.seed, workers=True)
     datamodule, module = build(cfg, run_dir)
     loggers = make_loggers(cfg, run_dir)
+    clock = RunClock()  # before the schedule callback: see bockparse.clock
     trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
-                                      callbacks=[callback, SaveConfig(cfg)],
+                                      callbacks=[clock, callback, SaveConfig(cfg)],
                                       default_root_dir=str(run_dir))  # fmt: skip
     # Lightning evaluates under torch.no_grad inside fit (inference_mode=False for the fit's
     # validation loop); dev evaluations here only decode and count, so inference mode is safe.
@@ -280,7 +283,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
              written["last"] / 1e6, callback.evaluations, callback.write_seconds,
              100 * callback.write_seconds / max(train_seconds, 1e-9))  # fmt: skip
     log.info("evaluating best.ckpt (update %d) on dev and test", best_step)
+    start = time.perf_counter()
     result: dict[str, Any] = evaluate(trainer, module, datamodule, callback.best_path, run_dir)
+    timing = clock.split(callback.write_seconds, time.perf_counter() - start)
     result.update(
         best_step=best_step,
         seed=cfg.seed,
@@ -291,7 +296,10 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         train_seconds=round(train_seconds, 3),
         decode_seconds=round(module.decode_seconds, 3),
     )
+    log.info("wall time: %s", ", ".join(f"{k} {v:.1f} s" for k, v in timing.items()
+                                         if isinstance(v, float)))  # fmt: skip
     if trainer.is_global_zero:
+        write_json_atomic(run_dir / "timing.json", timing)
         write_json_atomic(done, result)
         log.info("metrics in %s; checkpoints in %s", done, ckpt_dir)
     return result

@@ -216,3 +216,15 @@ def test_wheel_light_install_and_smoke_training_from_another_folder(tmp_path):
     assert 0.0 <= metrics["test/las"] <= 100.0 and metrics["decoder"] == "bock"
     hydra = (run_dir / ".hydra" / "hydra.yaml").read_text()
     assert f"path: {site / 'bockparse' / 'conf'}\n" in hydra  # the packaged configs
+
+    # The trained run, used from outside the repository: predict the sample's test file, then
+    # evaluate it, both through the installed console scripts.
+    test_file = Path(SAMPLE) / "en_ewt-ud-test.conllu"
+    out = elsewhere / "parsed.conllu"
+    predict = call(str(bin_ / "bockparse-predict"), str(run_dir), str(test_file), "--out", str(out))
+    assert predict.returncode == 0, predict.stderr[-3000:]
+    assert "sentences/s" in predict.stdout + predict.stderr
+    assert call(str(bin_ / "bockparse-check"), str(out)).returncode == 0
+    score = call(str(bin_ / "bockparse-evaluate"), str(run_dir), str(test_file))
+    assert score.returncode == 0, score.stderr[-3000:]
+    assert f"LAS {metrics['test/las']:.2f}" in score.stdout, score.stdout

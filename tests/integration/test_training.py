@@ -85,6 +85,12 @@ def test_short_run_writes_every_output(tmp_path, monkeypatch, caplog):
                  "predictions/test.conllu", "csv/metrics.csv"):  # fmt: skip
         assert (tmp_path / name).is_file(), name
     assert not list(tmp_path.rglob("*.tmp"))
+    timing = json.loads((tmp_path / "timing.json").read_text())
+    assert timing["n_updates"] == 6 and timing["n_evaluations"] == 2  # sanity check excluded
+    parts = ("startup", "updates", "evaluations", "checkpoints", "final_evaluation", "other")
+    assert all(timing[k] > 0 for k in parts if k != "other")
+    assert sum(timing[k] for k in parts) == pytest.approx(timing["total"], abs=0.01)
+    assert "wall time: startup" in progress
     from bockparse.metrics import evaluate_files
 
     gold = REPO / "data/ud-english-ewt-sample/en_ewt-ud-test.conllu"

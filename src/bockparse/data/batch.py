@@ -16,7 +16,7 @@ from .vocab import PAD_INDEX, ROOT_INDEX
 
 @dataclass
 class Batch:
-    """``B`` padded sentences; ``N = max n + 1`` positions, ROOT at 0 (conventions in ARCHITECTURE.md).
+    """``B`` padded sentences; ``N = max n + 1`` positions, ROOT at 0 (ARCHITECTURE.md).
 
     Id tensors hold ``PAD_INDEX`` (0) at padding and ``ROOT_INDEX`` (2) at position 0.
 

@@ -6,8 +6,9 @@ dependents early") defines both systems; this module adds the preconditions unde
 complete transition sequence yields a *single-root* tree, the tree constraint that the graph
 decoders of bockparse enforce too.
 
-Positions follow the project's convention (ARCHITECTURE.md): ROOT is 0, the words are ``1..n``. In both systems the buffer is
-always a suffix ``front..n`` of the sentence, so a configuration stores its first position.
+Positions follow the project's convention (ARCHITECTURE.md): ROOT is 0, the words are ``1..n``.
+In both systems the buffer is always a suffix ``front..n`` of the sentence, so a configuration
+stores its first position.
 Both systems take exactly ``2 n`` transitions: every word enters the stack once (SHIFT, or
 RIGHT-ARC in arc-eager) and leaves it once (an arc, or REDUCE in arc-eager).
 

@@ -52,14 +52,13 @@ def untrained():
     return build
 
 
-@pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory) -> Path:
-    """The run folder of a real ``bockparse-train`` smoke run of the tag-free model (trained
-    once per test session, whichever worker comes first)."""
+def _shared_run(tmp_path_factory, name: str, *overrides: str) -> Path:
+    """The folder of a ``bockparse-train`` run with ``RUN_OVERRIDES`` and ``overrides``,
+    trained once per test session, whichever worker comes first."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the session's
-    run_dir = shared / "parser-smoke-run"
-    with FileLock(str(shared / "parser-smoke-run.lock")):
+    run_dir = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
         if not (run_dir / "metrics.json").is_file():
             env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
             subprocess.run(
@@ -68,6 +67,7 @@ def smoke_run(tmp_path_factory) -> Path:
                     "-m",
                     "bockparse.train",
                     *RUN_OVERRIDES,
+                    *overrides,
                     f"hydra.run.dir={run_dir}",
                 ],
                 cwd=REPO,
@@ -76,3 +76,15 @@ def smoke_run(tmp_path_factory) -> Path:
                 capture_output=True,
             )
     return run_dir
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory) -> Path:
+    """The run folder of a real ``bockparse-train`` smoke run of the tag-free model."""
+    return _shared_run(tmp_path_factory, "parser-smoke-run")
+
+
+@pytest.fixture(scope="session")
+def smoke_run_bf16(tmp_path_factory) -> Path:
+    """The same run trained and evaluated in bf16-mixed (``trainer=cpu-bf16``)."""
+    return _shared_run(tmp_path_factory, "parser-smoke-run-bf16", "trainer=cpu-bf16")

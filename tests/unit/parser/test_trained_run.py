@@ -45,6 +45,29 @@ def test_evaluate_equals_metrics_json_from_folder_checkpoint_and_model_file(
     )
 
 
+def test_a_bf16_run_predicts_in_bf16_and_reproduces_its_metrics(smoke_run_bf16, tmp_path):
+    metrics = json.loads((smoke_run_bf16 / "metrics.json").read_text())
+    expected = {name: metrics[f"test/{name}"] for name in ("uas", "las", "lcm")}
+    path = tmp_path / "model.pt"
+    assert export_cli([str(smoke_run_bf16), "--out", str(path)]) == 0
+    for source in (smoke_run_bf16, path):
+        parser = Parser.load(source)
+        assert parser.precision == "bf16-mixed"
+        result = parser.evaluate(TEST)
+        assert {name: result[name] for name in expected} == expected, source
+    batch = next(parser.batches(parser.sentences(TEST)))
+    with torch.inference_mode(), parser.autocast():
+        assert parser.scorer.rel(torch.randn(2, 3, parser.scorer.width)).dtype == torch.bfloat16
+    parsed = parser.predict(TEST)
+    out = tmp_path / "test.conllu"
+    write_conllu(out, parsed)
+    assert out.read_bytes() == (smoke_run_bf16 / "predictions" / "test.conllu").read_bytes()
+    fp32 = Parser.load(smoke_run_bf16, precision="32-true")
+    assert fp32.precision == "32-true" and len(fp32.predict_batch(batch)[0]) == len(batch)
+    with fp32.autocast():
+        assert torch.mm(torch.ones(2, 2), torch.ones(2, 2)).dtype == torch.float32
+
+
 def test_model_file_is_slim_and_predicts_exactly_as_the_checkpoint(smoke_run, exported, tmp_path):
     content = torch.load(exported, map_location="cpu", weights_only=True)
     assert set(content) == {"format", "version", "config", "state_dict", "encoder_files"}

@@ -1,0 +1,58 @@
+"""``benchmarks/training_step.py`` composes its model from the config tree, and
+``benchmarks/make_train.py`` tabulates run folders (parity and the wall-time split)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_training_step_builds_the_paper_scorer_on_sample_batches():
+    training_step = load("training_step")
+    args = argparse.Namespace(encoder="tiny-random", batch_words=200, batches=1, seed=1)
+    batches, scorer = training_step.build(args)
+    assert len(batches) == 2 and batches[0].subwords is not None
+    assert scorer.encoder is not None and scorer.lstm.num_layers == 3  # conf/model/biaffine.yaml
+    assert scorer.lstm.hidden_size == 400
+
+
+def _run(folder: Path, seed: int, las: float, total: float | None) -> None:
+    folder.mkdir(parents=True)
+    metrics = {"seed": seed, "val/uas": las + 3, "val/las": las, "test/uas": las + 4,
+               "test/las": las + 1}  # fmt: skip
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    if total is not None:
+        parts = {"startup": 1.0, "updates": total - 4.0, "evaluations": 1.0, "checkpoints": 1.0,
+                 "final_evaluation": 0.5, "other": 0.5}  # fmt: skip
+        timing = {**parts, "total": total, "n_updates": 10, "n_evaluations": 2}
+        (folder / "timing.json").write_text(json.dumps(timing))
+
+
+def test_make_train_tables_parity_and_split(tmp_path):
+    make_train = load("make_train")
+    _run(tmp_path / "fp32" / "seed1", 1, 80.0, None)  # an older run without timing.json
+    _run(tmp_path / "fp32" / "seed2", 2, 82.0, 100.0)
+    _run(tmp_path / "bf16" / "seed1", 1, 79.0, 70.0)
+    _run(tmp_path / "bf16" / "seed2", 2, 81.0, 80.0)
+    text = make_train.tables(make_train.read(tmp_path))
+    assert "| fp32 | val/las | 80.00 | 82.00 | 81.00 ± 1.41 |" in text
+    assert "| bf16 | test/las | 80.00 | 82.00 | 81.00 ± 1.41 |" in text
+    assert "| fp32 | 1 | 1.0 (1 %) | 96.0 (96 %) |" in text  # one timed fp32 run
+    assert "| bf16 | 2 |" in text and "| 75.0 | 7.100 |" in text  # mean total, s per update
+    assert "bf16 / fp32 wall time, same seed: 0.80 (n = 1)" in text
+    keep = tmp_path / "kept"
+    make_train.keep(tmp_path, keep)
+    assert make_train.tables(make_train.read(keep)) == text
