@@ -137,6 +137,13 @@ class ParserModule(pl.LightningModule):
                 for p in param_group["params"]:
                     optimizer.state.pop(p, None)
 
+    def drop_stage1_state(self) -> None:
+        """Forget stage 1's optimiser state at the switch: Adadelta never steps again (Stanza
+        builds a new optimiser there too), so ``last.ckpt`` need not carry its two tensors per
+        parameter (twice the weights)."""
+        optimizer = self.optimizers()[0]
+        getattr(optimizer, "optimizer", optimizer).state.clear()
+
     def _set_learning_rates(self, optimizer: torch.optim.Optimizer) -> None:
         for group in optimizer.param_groups:
             base = group.setdefault("base_lr", group["lr"])

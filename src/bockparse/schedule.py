@@ -425,6 +425,7 @@ class ScheduleCallback(pl.Callback):
         if decision.switch:
             best = torch.load(self.best_path, map_location=module.device, weights_only=False)
             module.load_state_dict(best["state_dict"])
+            module.drop_stage1_state()
             log.info("update %d: stage 2 (%s); reloaded the best model of update %d",
                      step, decision.reason, best["global_step"])  # fmt: skip
         if decision.stop:

@@ -63,15 +63,18 @@ def test_short_run_writes_every_output(tmp_path, monkeypatch, caplog):
         return validation_step(self, batch, batch_idx)
 
     monkeypatch.setattr(ParserModule, "validation_step", recording)
-    cfg = composed("experiment=smoke", "condition=local-ce")
+    cfg = composed("experiment=smoke", "condition=local-ce", "optim.schedule.switch_step=3")
     with caplog.at_level(logging.INFO, logger="bockparse"):
         result = run(cfg, tmp_path)
     assert modes and all(modes)  # every evaluation under torch.inference_mode
     best = torch.load(tmp_path / "checkpoints/best.ckpt", weights_only=False)
     assert "optimizer_states" not in best  # weights only
-    assert "optimizer_states" in torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=False)
+    last = torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=False)
+    stage1, stage2 = last["optimizer_states"]  # after the switch at update 3: Adam's state only
+    assert stage1["state"] == {} and len(stage2["state"]) > 0
     progress = caplog.text  # what train.log receives through Hydra's job logging
-    for line in ("experiment smoke, seed 1111", "update 3: dev LAS", "update 6: dev LAS",
+    for line in ("experiment smoke, seed 1111", "update 3: dev LAS", "update 3: stage 2",
+                 "update 6: dev LAS",
                  "training ended at update 6", "max_steps=6 reached", "checkpoints: best.ckpt",
                  f"predictions in {tmp_path}", f"metrics in {tmp_path}"):  # fmt: skip
         assert line in progress, line

@@ -156,6 +156,7 @@ class FakeModule(nn.Module):
         self.weight = nn.Parameter(torch.zeros(()))
         self.schedule = s
         self.resets: list[str] = []
+        self.stage1_dropped_at: list[int] = []
 
     @property
     def device(self) -> torch.device:
@@ -163,6 +164,9 @@ class FakeModule(nn.Module):
 
     def reset_optimizer_state(self, group: str) -> None:
         self.resets.append(group)
+
+    def drop_stage1_state(self) -> None:
+        self.stage1_dropped_at.append(int(self.weight.item()))  # the reloaded model's update
 
 
 class FakeTrainer:
@@ -227,6 +231,7 @@ def test_best_on_improvement_weights_only_and_the_switch_reloads_it(tmp_path):
     assert callback.bytes_written["best"] == 2 * callback.best_path.stat().st_size
     assert callback.bytes_written["last"] == callback.last_path.stat().st_size
     assert module.resets == ["transformer"]  # the freeze (200 updates) ended at update 200
+    assert module.stage1_dropped_at == [200]  # once, after the reload
     assert not list(tmp_path.glob("*.tmp"))
 
 
