@@ -73,9 +73,15 @@ class ParserModule(pl.LightningModule):
         trace: TrajectoryTrace | None = None,
     ) -> None:
         super().__init__()
+        decodes_itself = callable(getattr(scorer, "predict", None))
         if decoder is not None:
             get_decoder(decoder)
-        elif not callable(getattr(scorer, "predict", None)):
+            if decodes_itself:
+                raise ValueError(
+                    f"the scorer {type(scorer).__name__} predicts its trees itself, so it takes "
+                    f"no graph decoder (got decoder={decoder}); loss=transition sets decoder=null"
+                )
+        elif not decodes_itself:
             raise ValueError("decoder is null but the scorer has no predict(batch) of its own")
         self.automatic_optimization = False
         self.scorer = scorer

@@ -211,7 +211,7 @@ def _transformer_from_run(node: Mapping[str, Any]) -> nn.Module:
     """The transformer skeleton of a run's encoder node: its configuration, random weights."""
     from transformers import AutoConfig, AutoModel
 
-    from .model.encoder import _without_pooler, resolve_encoder_path
+    from .model.encoder import without_pooler, resolve_encoder_path
 
     target = str(node.get("_target_", ""))
     if target.endswith(".random_bert"):  # configuration only, as in training
@@ -225,16 +225,16 @@ def _transformer_from_run(node: Mapping[str, Any]) -> nn.Module:
                 f"cannot read the configuration of encoder {node['name_or_path']!r} ({source}) "
                 f"offline; load an exported model file instead ({e})"
             ) from None
-        return _without_pooler(AutoModel.from_config(config))
+        return without_pooler(AutoModel.from_config(config))
     raise ModelError(f"unknown transformer builder {target!r} in the run's encoder config")
 
 
 def _transformer_from_files(folder: Path) -> nn.Module:
     from transformers import AutoConfig, AutoModel
 
-    from .model.encoder import _without_pooler
+    from .model.encoder import without_pooler
 
-    return _without_pooler(AutoModel.from_config(AutoConfig.from_pretrained(folder)))
+    return without_pooler(AutoModel.from_config(AutoConfig.from_pretrained(folder)))
 
 
 def _vocabs_of_checkpoint(path: Path, checkpoint: Mapping[str, Any]) -> Vocabs:

@@ -286,3 +286,13 @@ def test_paper_experiments_compose_to_the_paper_settings(experiment, extra):
     got = {k: OmegaConf.to_container(v) if OmegaConf.is_config(v) else v for k, v in got.items()}
     assert got == {**PAPER, **extra}
     assert cfg.exclude_punct is None  # punctuation scored, as in the main results
+
+
+def test_a_transition_parser_refuses_a_graph_decoder(tmp_path, monkeypatch):
+    from bockparse.train import build
+
+    monkeypatch.chdir(REPO)
+    cfg = composed("experiment=smoke", "~condition", "loss=transition", "decoder=bock")
+    with pytest.raises(ValueError, match="predicts its trees itself.*decoder=bock"):
+        build(cfg, tmp_path)
+    assert composed("experiment=smoke", "~condition", "loss=transition").decoder is None

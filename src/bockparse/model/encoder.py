@@ -99,9 +99,10 @@ def load_encoder_tokenizer(name_or_path: str, local_files_only: bool) -> PreTrai
     )
 
 
-def _without_pooler(model: PreTrainedModel) -> PreTrainedModel:
-    # The sentence pooler reads [CLS] of the last layer only and is never used here; dropping
-    # it keeps every remaining parameter on the gradient path.
+def without_pooler(model: PreTrainedModel) -> PreTrainedModel:
+    """``model`` without its sentence pooler (in place): the pooler reads the last layer's
+    ``[CLS]`` only and is never used here; dropping it keeps every remaining parameter on the
+    gradient path and out of the weights a parser saves."""
     if getattr(model, "pooler", None) is not None:
         model.pooler = None
     return model
@@ -121,7 +122,7 @@ def load_pretrained(name_or_path: str, local_files_only: bool) -> PreTrainedMode
         OSError: the weights are not available, with what to do about it.
     """
     model = _from_pretrained(AutoModel, "encoder", name_or_path, local_files_only)
-    return _without_pooler(model).train()
+    return without_pooler(model).train()
 
 
 def random_bert(
@@ -150,7 +151,7 @@ def random_bert(
         max_position_embeddings=max_length,
         pad_token_id=tok.pad_token_id,
     )
-    return _without_pooler(BertModel(config))
+    return without_pooler(BertModel(config))
 
 
 class TransformerEncoder(nn.Module):
