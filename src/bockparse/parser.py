@@ -211,7 +211,7 @@ def _transformer_from_run(node: Mapping[str, Any]) -> nn.Module:
     """The transformer skeleton of a run's encoder node: its configuration, random weights."""
     from transformers import AutoConfig, AutoModel
 
-    from .model.encoder import without_pooler, resolve_encoder_path
+    from .model.encoder import resolve_encoder_path, without_pooler
 
     target = str(node.get("_target_", ""))
     if target.endswith(".random_bert"):  # configuration only, as in training
