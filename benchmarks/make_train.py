@@ -26,6 +26,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bockparse.experiments.table import fmt_cell, summarize
+
 PRECISIONS = {"fp32": [], "bf16": ["trainer=cpu-bf16"]}
 PARTS = ("startup", "updates", "evaluations", "checkpoints", "final_evaluation", "other")
 SMALL = ("metrics.json", "timing.json", "train.log", ".hydra/config.yaml", ".hydra/overrides.yaml")
@@ -42,9 +44,8 @@ def train(runs: Path, precision: str, seed: int) -> None:
 
 
 def mean_std(values: list[float]) -> str:
-    if len(values) < 2:
-        return f"{values[0]:.2f}" if values else "-"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+    """``mean ± sample std`` as ``bockparse-table`` writes it (``—`` for no values)."""
+    return fmt_cell(summarize(dict(enumerate(values))))
 
 
 def read(runs: Path) -> dict[str, dict[int, dict]]:

@@ -23,7 +23,6 @@ MODEL is anything ``Parser.load`` takes (a run folder, a checkpoint, an exported
 from __future__ import annotations
 
 import argparse
-import contextlib
 import platform
 import time
 from collections.abc import Iterator
@@ -36,15 +35,9 @@ from torch import nn
 from bockparse.parser import Parser
 from bockparse.predict import predict_trees
 
-PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
-LIGHTNING = {"fp32": "32-true", "bf16": "bf16-mixed"}  # the same, as Parser.precision
-
-
-def autocast(precision: str) -> contextlib.AbstractContextManager:
-    dtype = PRECISIONS[precision]
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast("cpu", dtype=dtype)
+# The benchmark's precisions as Parser.precision (Lightning's names): Parser.predict and
+# Parser.autocast() run under the autocast they name.
+PRECISIONS = {"fp32": "32-true", "bf16": "bf16-mixed"}
 
 
 class Stopwatch:
@@ -94,7 +87,7 @@ def relations_at_heads(biaffine: nn.Module, x: torch.Tensor, heads: torch.Tensor
     return torch.einsum("bdi,oij,bdj->bdo", at_head, biaffine.weight, v)
 
 
-def breakdown(parser: Parser, sentences, batch_size, precision: str) -> dict[str, float]:
+def breakdown(parser: Parser, sentences, batch_size) -> dict[str, float]:
     """Seconds per part of prediction (module doc), one pass over the batches."""
     scorer = parser.scorer
     encoder = Stopwatch(getattr(scorer, "encoder", None))
@@ -103,7 +96,7 @@ def breakdown(parser: Parser, sentences, batch_size, precision: str) -> dict[str
     if getattr(scorer, "rel", None) is not None:
         scorer.rel.register_forward_pre_hook(lambda _m, args: captured.update(x=args[0]))
     parts = dict.fromkeys(("batches", "scorer", "decoding", "rel_at_heads"), 0.0)
-    with torch.inference_mode(), autocast(precision):
+    with torch.inference_mode(), parser.autocast():
         for batch, seconds in timed_batches(parser, sentences, batch_size):
             parts["batches"] += seconds
             start = time.perf_counter()
@@ -121,7 +114,7 @@ def breakdown(parser: Parser, sentences, batch_size, precision: str) -> dict[str
     return parts
 
 
-def floor(parser: Parser, sentences, batch_size, precision: str, max_pieces: int) -> float:
+def floor(parser: Parser, sentences, batch_size, max_pieces: int) -> float:
     """Seconds of the transformer's forward alone over the file's real windows, sorted by
     length, in chunks of at most ``max_pieces`` padded pieces."""
     rows = []
@@ -148,7 +141,7 @@ def floor(parser: Parser, sentences, batch_size, precision: str, max_pieces: int
         padded.append((ids, mask))
     transformer = parser.scorer.encoder.transformer
     start = time.perf_counter()
-    with torch.inference_mode(), autocast(precision):
+    with torch.inference_mode(), parser.autocast():
         for ids, mask in padded:
             transformer(input_ids=ids, attention_mask=mask)
     return time.perf_counter() - start
@@ -157,12 +150,12 @@ def floor(parser: Parser, sentences, batch_size, precision: str, max_pieces: int
 def measure(parser, sentences, batch_size, precision, threads, floor_pieces) -> dict:
     torch.set_num_threads(threads)
     words = sum(len(s) for s in sentences)
-    parser.precision = LIGHTNING[precision]  # Parser.predict's own autocast
+    parser.precision = PRECISIONS[precision]  # predict, breakdown and floor run under it
     parser.predict(sentences[:50], batch_size=batch_size)  # warm-up: kernels, decoders
     start = time.perf_counter()
     parser.predict(sentences, batch_size=batch_size)
     total = time.perf_counter() - start
-    parts = breakdown(parser, sentences, batch_size, precision)
+    parts = breakdown(parser, sentences, batch_size)
     row = {
         "precision": precision,
         "threads": threads,
@@ -172,7 +165,7 @@ def measure(parser, sentences, batch_size, precision, threads, floor_pieces) -> 
         **parts,
     }
     if parser.wordpieces is not None:
-        row["floor"] = floor(parser, sentences, batch_size, precision, floor_pieces)
+        row["floor"] = floor(parser, sentences, batch_size, floor_pieces)
         row["floor words/s"] = words / row["floor"]
     return row
 

@@ -334,13 +334,12 @@ class Parser:
         settings: the run's settings (:func:`run_settings`).
         metadata: the run's metadata (condition, decoder, seed, best step, scores, ...).
         device: where the scorer runs.
-        precision: the precision to predict in (a Lightning precision, as
-            ``trainer.precision``); ``None`` for the run's.
 
     Attributes:
         decoder: the run's decoder (``None`` for a parser that predicts trees itself).
         relations: the relation labels, the scorer's ``R`` classes in order.
-        precision: the precision predictions run in; settable (``"32-true"``: fp32).
+        precision: the Lightning precision predictions run in, the run's
+            (``settings.precision``) unless set (``"32-true"``: fp32).
     """
 
     def __init__(
@@ -351,10 +350,9 @@ class Parser:
         settings: RunSettings,
         metadata: dict[str, Any],
         device: torch.device | str,
-        precision: str | None = None,
     ) -> None:
         self.scorer = scorer.to(device).eval()
-        self.precision = settings.precision if precision is None else precision
+        self.precision = settings.precision
         self.vocabs = vocabs
         self.wordpieces = wordpieces
         self.settings = settings
