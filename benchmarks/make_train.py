@@ -9,7 +9,8 @@ one after the other, then reads every ``RUNS/<precision>/seed*/`` (``metrics.jso
 ``timing.json`` from :mod:`bockparse.clock` where the run has one) and prints two tables: dev
 and test UAS/LAS per seed with mean ± sample standard deviation, and the wall-time split (mean
 seconds per part, the runs with a ``timing.json``). ``--keep DIR`` copies each run's small
-files (metrics, timing, train.log, composed config; never checkpoints) to ``DIR``, from which
+files (:func:`bockparse.experiments.publish.publish_run`: metrics, timing, logs, composed config,
+compressed predictions; never checkpoints) to ``DIR``, from which
 the tables regenerate (``--runs DIR``).
 
     python benchmarks/make_train.py --runs outputs/make-train --train --seeds 1111 2222 3333 \\
@@ -20,17 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
+from bockparse.experiments.publish import publish_run
 from bockparse.experiments.table import fmt_cell, summarize
 
 PRECISIONS = {"fp32": [], "bf16": ["trainer=cpu-bf16"]}
 PARTS = ("startup", "updates", "evaluations", "checkpoints", "final_evaluation", "other")
-SMALL = ("metrics.json", "timing.json", "train.log", ".hydra/config.yaml", ".hydra/overrides.yaml")
 
 
 def train(runs: Path, precision: str, seed: int) -> None:
@@ -103,11 +103,8 @@ def tables(found: dict[str, dict[int, dict]]) -> str:
 def keep(runs: Path, target: Path) -> None:
     for precision in PRECISIONS:
         for folder in sorted((runs / precision).glob("seed*")):
-            for name in SMALL:
-                if (folder / name).exists():
-                    dest = target / precision / folder.name / name
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(folder / name, dest)
+            if (folder / "metrics.json").is_file():
+                publish_run(folder, target / precision / folder.name)
 
 
 def main() -> None:

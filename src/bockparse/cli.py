@@ -72,3 +72,8 @@ def reeval() -> int:
 def rootstudy() -> int:
     """``bockparse-rootstudy`` (:mod:`bockparse.experiments.rootstudy`)."""
     return run("bockparse.experiments.rootstudy")
+
+
+def publish() -> int:
+    """``bockparse-publish`` (:mod:`bockparse.experiments.publish`)."""
+    return run("bockparse.experiments.publish")

@@ -16,6 +16,7 @@ Each problem is reported as ``FILE:LINE: reason`` (lines count from 1).
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
 import tempfile
@@ -262,7 +263,8 @@ def parse_conllu(
     line after every sentence and no extra one; unique ``sent_id``. O(file size).
 
     Args:
-        path: the file; messages name it as given.
+        path: the file; messages name it as given. A name ending in ``.gz`` is read through
+            gzip (the compressed predictions committed with published runs).
         single_root: require exactly one word attached to ROOT.
         trees: read HEAD and DEPREL and check the trees (training and gold data); ``False``
             for text to be parsed: HEAD and DEPREL may be ``_`` or filled, and are ignored
@@ -278,8 +280,10 @@ def parse_conllu(
     name = str(path)
     try:
         data = Path(path).read_bytes()
-    except OSError as e:
-        raise DataError(f"{name}: cannot read file ({e.strerror})") from None
+        if name.endswith(".gz"):
+            data = gzip.decompress(data)
+    except OSError as e:  # gzip.BadGzipFile included
+        raise DataError(f"{name}: cannot read file ({e.strerror or e})") from None
     lines, decode_problems = _decode(name, data)
     if lines[-1] == "":  # the text after the final newline
         lines.pop()

@@ -3,10 +3,11 @@
 The Bock paper's comparison with Zhang et al. (2019) (Appendix B) re-evaluates the saved test
 predictions with the earlier POS-based exclusions: gold XPOS ``` `` '' : , . ``` on the PTB,
 gold XPOS ``PU`` on the CTB; for UD treebanks, gold UPOS ``PUNCT``. All sentences are kept.
-Each run's ``predictions/<stage>.conllu`` is checked for token alignment with its gold file
-(:func:`bockparse.metrics.evaluate_files`); the punctuation-included re-evaluation is compared
-with the run's ``metrics.json`` as a check of the saved files. The table is Table 1's layout
-(:mod:`.table`), beside the paper's published punctuation-excluded means for PTB and CTB.
+Each run's ``predictions/<stage>.conllu`` (or its ``.gz`` copy) is checked for token alignment
+with its gold file (:func:`bockparse.metrics.evaluate_files`); the punctuation-included
+re-evaluation is compared with the run's ``metrics.json`` as a check of the saved files. The
+table is Table 1's layout (:mod:`.table`), beside the paper's published punctuation-excluded
+means for PTB and CTB.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from omegaconf import DictConfig
 from ..data.conllu import DataError
 from ..metrics import NAMES, PUNCT_EXCLUSIONS, evaluate_files, punct_exclusion
 from .loading import run_config
-from .runs import Discovery, Run, discover
+from .runs import Discovery, Run, discover, prediction_file
 from .table import aggregate, render, write_csv
 
 # Appendix B: test LAS and LCM under the POS-based punctuation exclusions (no UAS given).
@@ -50,7 +51,7 @@ def reevaluate(run: Run, stage: str, exclude: str) -> tuple[Run, float | None]:
             ``punct_tags`` match no exclusion (:func:`bockparse.metrics.punct_exclusion`).
     """
     gold, data = gold_file(run.path, stage)
-    pred = run.path / "predictions" / f"{stage}.conllu"
+    pred = prediction_file(run.path, stage)
     if not pred.is_file():
         raise DataError(f"{pred}: no saved predictions")
     if exclude == "auto":

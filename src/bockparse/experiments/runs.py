@@ -67,6 +67,15 @@ class Discovery:
     sweep_seeds: set[int] = field(default_factory=set)
 
 
+def prediction_file(run_dir: str | Path, stage: str) -> Path:
+    """A run's saved predictions of ``stage`` (``val`` or ``test``): ``predictions/<stage>.conllu``
+    as ``bockparse-train`` writes it, else its gzip-compressed copy ``<stage>.conllu.gz`` (as
+    committed with published runs); the first name when neither exists."""
+    path = Path(run_dir) / "predictions" / f"{stage}.conllu"
+    compressed = path.with_name(path.name + ".gz")
+    return compressed if not path.is_file() and compressed.is_file() else path
+
+
 def _is_run_dir(path: Path) -> bool:
     return (path / CONFIG_FILE).is_file() or (path / METRICS_FILE).is_file()
 

@@ -28,6 +28,7 @@ from ..decoders import get_decoder, tree_score
 from ..metrics import COUNTS, batch_counts, check_punct_exclusion, rates
 from ..predict import predict_trees
 from .loading import LoadedRun, load_run, scored_batches
+from .runs import prediction_file
 
 DECODERS = ("cle", "bock-original", "bock", "tarjan")
 OPTIONAL_DECODERS = ("stanza-cle",)  # compared when registered (Stanza's own CL/E)
@@ -132,7 +133,7 @@ def _reproduced(run, stage, order, heads, labels) -> dict[str, Any] | None:
     from ..data.conllu import read_conllu
 
     decoder = run.cfg.decoder
-    path = run.path / "predictions" / f"{stage}.conllu"
+    path = prediction_file(run.path, stage)
     if decoder not in heads or not path.is_file():
         return None
     saved = read_conllu(path, single_root=False, on_malformed="error")

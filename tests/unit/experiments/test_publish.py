@@ -1,0 +1,80 @@
+"""bockparse-publish: the small files of finished runs, predictions gzip-compressed, and the
+tools reading the published copies as they read the run folders."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+
+import pytest
+from test_reeval import FIXTURE, _run
+
+from bockparse.data.conllu import DataError, parse_conllu
+from bockparse.experiments.publish import main, publish_run
+from bockparse.experiments.reeval import reevaluate
+from bockparse.experiments.runs import prediction_file, read_run
+
+
+def _finished_run(tmp_path):
+    (tmp_path / "multirun" / "gold").mkdir(parents=True)
+    shutil.copy(FIXTURE, tmp_path / "multirun" / "gold" / "basic.conllu")
+    run = _run(tmp_path / "multirun", "table1-ud-ewt", "local-ce", 1111)
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "best.ckpt").write_bytes(b"weights")
+    (run / "csv").mkdir()
+    (run / "csv" / "metrics.csv").write_text("step,val/las\n100,50.0\n", encoding="utf-8")
+    (run / "train.log").write_text("log\n", encoding="utf-8")
+    (run / "predictions" / "val.conllu").write_bytes(FIXTURE.read_bytes())
+    return run
+
+
+def test_publish_copies_the_small_files_and_no_checkpoint(tmp_path, monkeypatch, capsys):
+    run = _finished_run(tmp_path)
+    monkeypatch.chdir(tmp_path / "multirun")  # the runs' data.root ("gold") is relative
+    assert main([str(tmp_path / "multirun"), "--out", str(tmp_path / "published")]) == 0
+    dest = tmp_path / "published" / "table1-ud-ewt" / "local-ce" / "seed1111"
+    assert str(dest) in capsys.readouterr().out
+    files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert files == [".hydra/config.yaml", ".hydra/hydra.yaml", "csv/metrics.csv",
+                     "metrics.json", "predictions/test.conllu.gz", "predictions/val.conllu.gz",
+                     "train.log"]  # fmt: skip
+    for name in ("metrics.json", "csv/metrics.csv", ".hydra/config.yaml", "train.log"):
+        assert (dest / name).read_bytes() == (run / name).read_bytes()
+    for stage in ("val", "test"):
+        packed = (dest / "predictions" / f"{stage}.conllu.gz").read_bytes()
+        assert gzip.decompress(packed) == (run / "predictions" / f"{stage}.conllu").read_bytes()
+        assert packed[4:8] == bytes(4)  # gzip's MTIME field: no time stamp
+    # the same predictions give the same bytes (no time stamp in the gzip header)
+    again = publish_run(run, tmp_path / "again")
+    assert (tmp_path / "again" / "predictions" / "test.conllu.gz").read_bytes() == (
+        dest / "predictions" / "test.conllu.gz"
+    ).read_bytes()
+    assert len(again) == 7
+    # the published copy re-evaluates as the run folder does
+    assert prediction_file(dest, "test").name == "test.conllu.gz"
+    assert prediction_file(run, "test").name == "test.conllu"
+    original, gap = reevaluate(read_run(run), "test", "upos")
+    published, published_gap = reevaluate(read_run(dest), "test", "upos")
+    assert published.metrics == original.metrics and published_gap == gap == 0.0
+
+
+def test_an_unfinished_run_is_named_and_skipped(tmp_path, capsys):
+    run = _finished_run(tmp_path)
+    (run / "metrics.json").unlink()
+    assert main([str(tmp_path / "multirun"), "--out", str(tmp_path / "published")]) == 1
+    assert f"skipped {run}: no metrics.json" in capsys.readouterr().err
+    assert not (tmp_path / "published").exists()
+
+
+def test_a_gzip_file_reads_as_the_plain_one(tmp_path):
+    packed = tmp_path / "basic.conllu.gz"
+    packed.write_bytes(gzip.compress(FIXTURE.read_bytes()))
+    plain, _ = parse_conllu(FIXTURE, single_root=True)
+    unpacked, _ = parse_conllu(packed, single_root=True)
+    assert [(s.forms, s.heads, s.rels) for s in unpacked] == [
+        (s.forms, s.heads, s.rels) for s in plain
+    ]
+    broken = tmp_path / "broken.conllu.gz"
+    broken.write_bytes(b"not gzip")
+    with pytest.raises(DataError, match=r"broken\.conllu\.gz: cannot read file"):
+        parse_conllu(broken, single_root=True)
