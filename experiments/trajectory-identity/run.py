@@ -34,9 +34,9 @@ COMMON = [
 ]
 # Settings: the experiment, and the budget cut to the 2-core machine (README, "Budget").
 SETTINGS = {
-    "gsd": ["experiment=table1-ud-gsd", "optim.max_steps=40", "optim.eval_every=20"],
+    "gsd": ["experiment=ablation-ud-gsd", "optim.max_steps=40", "optim.eval_every=20"],
     "ewt-minilm": ["experiment=ewt-sample-cpu", "optim.max_steps=20", "optim.eval_every=10"],
-    "gsd-long": ["experiment=table1-ud-gsd", "optim.max_steps=200", "optim.eval_every=50"],
+    "gsd-long": ["experiment=ablation-ud-gsd", "optim.max_steps=200", "optim.eval_every=50"],
 }
 RANDOM_INIT = "model.biaffine_init_std=0.01"
 # Runs: name -> overrides. The shadow oracle of a hinge run is the other decoder of its pair.
