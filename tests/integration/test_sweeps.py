@@ -117,16 +117,31 @@ def test_stand_in_settings(experiment):
     assert cfg.hydra.callbacks.require_data._target_.endswith("checks.RequireData")
     encoder = cfg.encoder.name_or_path
     assert encoder == ("minilm" if experiment.endswith("ewt") else None)
+    # the paper's parser (table1-paper) ...
+    paper = composed("experiment=table1-paper").model
+    assert cfg.model == paper
+    assert (cfg.model.lstm_layers, cfg.model.lstm_hidden, cfg.model.char_hidden) == (3, 400, 400)
+    assert cfg.model.arc_hidden == cfg.model.rel_hidden == 400
+    assert cfg.model.use_upos and cfg.model.use_xpos and cfg.model.use_feats
+    # ... and Stanza 1.15's schedule, its update counts scaled to the budget
+    optim, stanza = cfg.optim, composed().optim
+    assert (optim.stage1, optim.stage2) == (stanza.stage1, stanza.stage2)
+    assert optim.schedule.switch_step == optim.max_steps // 5  # Stanza: 10,000 of 50,000
+    for patience in ("plateau_patience", "switch_patience", "stop_patience"):
+        assert optim.schedule[patience] == 3 * optim.eval_every  # at least three evaluations
+    assert optim.schedule.plateau_decay == stanza.schedule.plateau_decay
 
 
-def test_transition_vs_graph_is_table1_ud_ewt_renamed():
+def test_transition_vs_graph_keeps_the_first_stand_ins_setting():
+    """make train's reduced parser and budget on the full UD English-EWT, for every seed."""
     for condition in ("hinge-bock", "arc-eager"):
         ours = composed("experiment=transition-vs-graph", f"condition={condition}")
-        base = composed("experiment=table1-ud-ewt", f"condition={condition}")
+        base = composed("experiment=ewt-sample-cpu", f"condition={condition}")
         assert ours.experiment_name == "transition-vs-graph"
         assert ours.seed == base.seed
+        assert OmegaConf.to_container(ours.data)["root"].endswith("/ud-english-ewt")
         ours, base = OmegaConf.to_container(ours), OmegaConf.to_container(base)
-        for key in ("data", "encoder", "model", "name", "decoder", "loss", "optim", "trainer"):
+        for key in ("encoder", "model", "name", "decoder", "loss", "optim", "trainer"):
             assert ours[key] == base[key], key
 
 
