@@ -7,6 +7,12 @@ relation of each arc, as in prediction). Reported per pair of decoders: the sent
 identical heads, identical full relation labels and identical tree scores (the float64 sum of
 the original scores, compared exactly), and per decoder UAS/LAS/LCM. The paper finds CL/E,
 original Bock and reformulated Bock identical on every PTB development and test sentence.
+
+Which matrices: the scorer's arc scores (``raw``), or their log-softmax over heads per dependent
+(``log-softmax``), which is what Stanza's parser hands its CL/E at prediction time; the two have
+the same optimal trees (a column shift adds one constant to every tree's score), and
+``stanza-cle``'s single-root shift needs the second. ``auto``: log-softmax when ``stanza-cle``
+is compared, raw otherwise. Tree scores are sums over the matrices the decoders saw.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +32,7 @@ import torch
 
 from ..data.vocab import base_relation_ids
 from ..decoders import get_decoder, tree_score
+from ..losses.common import normalized_arc_scores
 from ..metrics import COUNTS, batch_counts, check_punct_exclusion, rates
 from ..predict import predict_trees
 from .loading import LoadedRun, load_run, scored_batches
@@ -33,6 +41,7 @@ from .runs import prediction_file
 DECODERS = ("cle", "bock-original", "bock", "tarjan")
 OPTIONAL_DECODERS = ("stanza-cle",)  # compared when registered (Stanza's own CL/E)
 STAGES = ("val", "test")
+SCORES = ("auto", "raw", "log-softmax")
 
 log = logging.getLogger("bockparse.substitute")
 
@@ -51,7 +60,19 @@ def default_decoders() -> list[str]:
     return names
 
 
-def compare(run: LoadedRun, stage: str, decoders: Sequence[str]) -> dict[str, Any]:
+def scores_for(decoders: Sequence[str], scores: str = "auto") -> str:
+    """The matrices decoded: ``raw`` or ``log-softmax`` (``auto``: the second when
+    ``stanza-cle`` is among ``decoders``, as Stanza decodes log-probabilities)."""
+    if scores not in SCORES:
+        raise ValueError(f"scores must be one of {', '.join(SCORES)}, got {scores!r}")
+    if scores == "auto":
+        return "log-softmax" if "stanza-cle" in decoders else "raw"
+    return scores
+
+
+def compare(
+    run: LoadedRun, stage: str, decoders: Sequence[str], scores: str = "raw"
+) -> dict[str, Any]:
     """Decode one split's fixed scores with every decoder and compare the results.
 
     Each batch is scored once; every decoder then predicts it through
@@ -62,6 +83,8 @@ def compare(run: LoadedRun, stage: str, decoders: Sequence[str]) -> dict[str, An
         run: a loaded run.
         stage: ``"val"`` or ``"test"``.
         decoders: registry names, compared pairwise in this order.
+        scores: ``"raw"`` (the scorer's arc scores) or ``"log-softmax"`` (over heads, per
+            dependent: :func:`bockparse.losses.common.normalized_arc_scores`).
 
     Returns:
         ``{"sentences", "scores": {decoder: {uas, las, lcm, counts}}, "pairs": [{a, b,
@@ -84,12 +107,16 @@ def compare(run: LoadedRun, stage: str, decoders: Sequence[str]) -> dict[str, An
     values: dict[str, dict[int, float]] = {d: {} for d in decoders}
     counts = {d: np.zeros(len(COUNTS), dtype=np.int64) for d in decoders}
     order: list[int] = []
-    for batch, scores in scored_batches(run, stage):
+    if scores not in ("raw", "log-softmax"):
+        raise ValueError(f"scores must be 'raw' or 'log-softmax', got {scores!r}")
+    for batch, scored in scored_batches(run, stage):
+        if scores == "log-softmax":
+            scored = replace(scored, arc=normalized_arc_scores(scored.arc, batch.mask))
         ids, lengths = batch.sentence_ids.tolist(), batch.lengths.tolist()
         order += ids
-        arc = scores.arc.detach().float().cpu().numpy()  # [B, M, M], what the decoders see
+        arc = scored.arc.detach().float().cpu().numpy()  # [B, M, M], what the decoders see
         for name in decoders:
-            h, r = predict_trees(scores, batch.lengths, name)
+            h, r = predict_trees(scored, batch.lengths, name)
             found = batch_counts(h, r, batch, base_of.to(r.device), exclude is not None)
             counts[name] += found.cpu().numpy()
             h, r = h.cpu().numpy(), r.cpu().numpy()
@@ -147,11 +174,15 @@ def _reproduced(run, stage, order, heads, labels) -> dict[str, Any] | None:
 
 
 def substitute(
-    run_dir: str | Path, stages: Sequence[str] = STAGES, decoders: Sequence[str] | None = None
+    run_dir: str | Path,
+    stages: Sequence[str] = STAGES,
+    decoders: Sequence[str] | None = None,
+    scores: str = "auto",
 ) -> dict[str, Any]:
     """:func:`compare` on each split of a run folder (``decoders``: :func:`default_decoders`
-    when ``None``)."""
+    when ``None``; ``scores``: as :func:`scores_for`)."""
     decoders = default_decoders() if decoders is None else list(decoders)
+    scores = scores_for(decoders, scores)
     run = load_run(run_dir)
     return {
         "run": str(run_dir),
@@ -159,7 +190,8 @@ def substitute(
         "decoder": run.cfg.decoder,
         "seed": run.cfg.seed,
         "single_root": True,
-        "stages": {stage: compare(run, stage, decoders) for stage in stages},
+        "scores": scores,
+        "stages": {stage: compare(run, stage, decoders, scores) for stage in stages},
     }
 
 
@@ -167,7 +199,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     """The pairwise identity table and the per-decoder scores of every split."""
     lines = [
         f"Decoder substitution on {report['run']} (condition {report['condition']}, "
-        f"seed {report['seed']}): identical score matrices, single root."
+        f"seed {report['seed']}): identical score matrices "
+        f"({report.get('scores', 'raw')} arc scores), single root."
     ]
     for stage, res in report["stages"].items():
         n = res["sentences"]
@@ -217,6 +250,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
     parser.add_argument(
+        "--scores",
+        choices=SCORES,
+        default="auto",
+        help="the matrices decoded: the scorer's arc scores, or their log-softmax over heads "
+        "as Stanza decodes (auto: log-softmax when stanza-cle is compared)",
+    )
+    parser.add_argument(
         "--out",
         metavar="DIR",
         default=None,
@@ -226,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports, texts = [], []
     for run_dir in args.runs:
         try:
-            report = substitute(run_dir, args.stages, args.decoders)
+            report = substitute(run_dir, args.stages, args.decoders, args.scores)
         except (FileNotFoundError, ValueError) as err:
             print(f"bockparse-substitute: {err}", file=sys.stderr)
             return 1

@@ -109,3 +109,25 @@ def test_default_decoders_add_stanza_cle_when_registered(monkeypatch, caplog):
     assert sub.default_decoders() == [*sub.DECODERS, "stanza-cle"]
     with pytest.raises(ValueError, match="unknown decoder"):
         sub.compare(None, "val", ["no-such-decoder"])
+
+
+def test_log_softmax_scores_give_the_raw_scores_trees_and_admit_stanza_cle(tmp_path, monkeypatch):
+    pytest.importorskip("stanza")
+    dataset = _dataset()
+    monkeypatch.setattr(sub, "scored_batches", lambda run, stage: iter([_scored(dataset)]))
+    run = _fake_run(tmp_path, dataset)
+    with pytest.raises(ValueError, match="stanza-cle' needs log-probabilities"):
+        sub.compare(run, "val", ["cle", "stanza-cle"], "raw")  # sentence 1 has positive scores
+    raw = sub.compare(run, "val", ["cle", "bock", "tarjan"], "raw")
+    logp = sub.compare(run, "val", ["cle", "bock", "tarjan", "stanza-cle"], "log-softmax")
+    assert {d: raw["scores"][d] for d in ("cle", "bock", "tarjan")} == {
+        d: logp["scores"][d] for d in ("cle", "bock", "tarjan")
+    }  # a column shift keeps the optimal trees
+    pairs = {(p["a"], p["b"]): p for p in logp["pairs"]}
+    assert (pairs[("cle", "stanza-cle")]["heads"], pairs[("cle", "stanza-cle")]["tree_scores"]) == (
+        2, 2)  # fmt: skip
+    assert sub.scores_for(["cle", "stanza-cle"]) == "log-softmax"
+    assert sub.scores_for(["cle", "bock"]) == "raw" and sub.scores_for(["cle"], "log-softmax") == (
+        "log-softmax")  # fmt: skip
+    with pytest.raises(ValueError, match="scores must be"):
+        sub.scores_for(["cle"], "softmax")
