@@ -28,7 +28,7 @@ def summary(folders: list[Path]) -> str:
         "per split, the smallest count of identical sentences over all pairs of decoders.",
         "",
         "| model | scores | split | sentences | identical heads | identical labels | "
-        "identical tree scores | max score difference | LAS (every decoder) | "
+        "identical tree scores | max score difference | lowest LAS | "
         "LAS max − min | saved predictions reproduced |",
         "| :--- | :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]

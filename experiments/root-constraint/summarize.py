@@ -2,8 +2,9 @@
 K's violation rates, from their committed ``rootstudy.json`` files (``bockparse-rootstudy
 RUN_DIR --out DIR``), and each model's 1-best and 50-best rates.
 
-    python experiments/root-constraint/summarize.py experiments/root-constraint/table1-ud/*/ \\
-        --output experiments/root-constraint/table1-ud/summary.md
+    python experiments/root-constraint/summarize.py \\
+        experiments/root-constraint/table1-ud/table1-ud-ewt-seed*/ \\
+        --output experiments/root-constraint/table1-ud/table1-ud-ewt-summary.md
 """
 
 from __future__ import annotations
