@@ -90,17 +90,20 @@ def load_run(run_dir: str | Path) -> LoadedRun:
 
 def scored_batches(run: LoadedRun, stage: str) -> Iterator[tuple[Batch, ParserScores]]:
     """The batches of ``stage`` (``"val"`` or ``"test"``) with their fixed scores, computed
-    once by the scorer in eval mode (batches as in evaluation: the run's batch size, sorted by
-    length; ``Batch.punct`` marks the run's punctuation exclusion, if any)."""
+    once by the scorer in eval mode and in the run's precision (:meth:`Parser.autocast`: a
+    ``bf16-mixed`` run's scores come from bfloat16 autocast, as when it was evaluated, so that
+    its saved predictions are reproduced); batches as in evaluation: the run's batch size,
+    sorted by length; ``Batch.punct`` marks the run's punctuation exclusion, if any."""
     data = run.cfg.data
     path = Path(str(data.root)).expanduser() / Path(str(data[stage])).expanduser()
     sentences = read_conllu(
         os.path.normpath(path), single_root=data.single_root, on_malformed=data.on_malformed
     )
     exclude = run.parser.settings.exclude_punct
-    with torch.inference_mode():
-        for batch in run.parser.batches(sentences, exclude_punct=exclude):
-            yield batch, run.parser.scorer(batch)
+    for batch in run.parser.batches(sentences, exclude_punct=exclude):
+        with torch.inference_mode(), run.parser.autocast():
+            scores = run.parser.scorer(batch)
+        yield batch, scores
 
 
 def scored_sentences(run: LoadedRun, stage: str) -> Iterator[ScoredSentence]:

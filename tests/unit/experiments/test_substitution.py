@@ -131,3 +131,35 @@ def test_log_softmax_scores_give_the_raw_scores_trees_and_admit_stanza_cle(tmp_p
         "log-softmax")  # fmt: skip
     with pytest.raises(ValueError, match="scores must be"):
         sub.scores_for(["cle"], "softmax")
+
+
+def test_scores_are_computed_in_the_runs_precision(tmp_path):
+    """A bf16-mixed run's fixed scores come from the parser under its autocast (as the run was
+    evaluated), not in fp32: else its saved predictions are not reproduced."""
+    from bockparse.experiments.loading import scored_batches
+    from bockparse.parser import Parser
+
+    dataset = _dataset()
+    (tmp_path / "gold.conllu").write_bytes(FIXTURE.read_bytes())
+    batch, scores = _scored(dataset)
+    seen = []
+
+    class _BF16Parser(_Parser):
+        precision = "bf16-mixed"
+        autocast = Parser.autocast
+        device = torch.device("cpu")
+        settings = OmegaConf.create({"exclude_punct": None})
+
+        def batches(self, sentences, exclude_punct=None):
+            yield batch
+
+        def scorer(self, batch):
+            seen.append((torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")))
+            return scores
+
+    data = {"root": str(tmp_path), "val": "gold.conllu", "single_root": True,
+            "on_malformed": "error"}  # fmt: skip
+    run = LoadedRun(tmp_path, OmegaConf.create({"data": data}),
+                    parser=_BF16Parser(dataset.vocabs.rels.itos))  # fmt: skip
+    assert [s for _, s in scored_batches(run, "val")] == [scores]
+    assert seen == [(True, torch.bfloat16)]
