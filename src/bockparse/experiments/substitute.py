@@ -5,8 +5,9 @@ score matrices are computed once; every decoder then decodes the same float32 ma
 the single-root constraint, and relation labels are read at the predicted heads (the best
 relation of each arc, as in prediction). Reported per pair of decoders: the sentences with
 identical heads, identical full relation labels and identical tree scores (the float64 sum of
-the original scores, compared exactly), and per decoder UAS/LAS/LCM. The paper finds CL/E,
-original Bock and reformulated Bock identical on every PTB development and test sentence.
+the decoded matrix's arc scores, compared exactly), and per decoder UAS/LAS/LCM. The paper
+finds CL/E, original Bock and reformulated Bock identical on every PTB development and test
+sentence.
 
 Which matrices: the scorer's arc scores (``raw``), or their log-softmax over heads per dependent
 (``log-softmax``), which is what Stanza's parser hands its CL/E at prediction time; the two have
