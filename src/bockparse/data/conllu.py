@@ -440,13 +440,15 @@ def format_sentence(
     return "\n".join(lines) + "\n\n"
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` as UTF-8 to ``path`` through a temporary file and ``os.replace``."""
+def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
+    """Write ``text`` (as UTF-8 if a ``str``; bytes as they are) to ``path`` through a
+    temporary file and ``os.replace``."""
     target = Path(path)
+    data = text.encode("utf-8") if isinstance(text, str) else text
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)

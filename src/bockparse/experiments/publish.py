@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..data.conllu import write_atomic
 from .runs import METRICS_FILE, discover
 
 SMALL = (
@@ -42,16 +41,9 @@ SMALL = (
 PREDICTIONS = ("val", "test")
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def _copy(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def publish_run(run_dir: str | Path, dest: str | Path) -> list[Path]:
@@ -69,13 +61,13 @@ def publish_run(run_dir: str | Path, dest: str | Path) -> list[Path]:
     written = []
     for name in SMALL:
         if (run_dir / name).is_file():
-            _write_atomic(dest / name, (run_dir / name).read_bytes())
+            _copy(dest / name, (run_dir / name).read_bytes())
             written.append(dest / name)
     for stage in PREDICTIONS:
         source = run_dir / "predictions" / f"{stage}.conllu"
         if source.is_file():
             target = dest / "predictions" / f"{stage}.conllu.gz"
-            _write_atomic(target, gzip.compress(source.read_bytes(), compresslevel=9, mtime=0))
+            _copy(target, gzip.compress(source.read_bytes(), compresslevel=9, mtime=0))
             written.append(target)
     return written
 
