@@ -1,10 +1,13 @@
 """The published tables regenerate from the run files committed beside them, byte for byte:
 ``bockparse-table <committed run folders>`` writes the committed ``table1.md`` and
-``table1.csv`` of ``experiments/table1-ud``."""
+``table1.csv`` of ``experiments/table1-ud``; with the gold treebanks, the punctuation-excluded
+re-evaluation and the transition-vs-graph summary regenerate too."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,3 +45,17 @@ def test_the_punctuation_excluded_table_regenerates(tmp_path, monkeypatch):
     for name in ("table1-punct.md", "table1-punct.csv"):
         committed = REPO / "experiments" / "punct-reeval" / "table1-ud" / name
         assert (tmp_path / name).read_bytes() == committed.read_bytes(), name
+
+
+def test_the_transition_summary_regenerates(tmp_path):
+    """``experiments/transition-vs-graph/summarize.py`` on the published predictions (it needs
+    the gold UD English-EWT files)."""
+    data = os.environ.get("BOCKPARSE_DATA")
+    if not data or not (Path(data) / "ud-english-ewt").is_dir():
+        pytest.skip("BOCKPARSE_DATA does not hold UD English-EWT (the gold files)")
+    study = REPO / "experiments" / "transition-vs-graph"
+    out = tmp_path / "summary.md"
+    command = [sys.executable, str(study / "summarize.py"), str(study / "runs"),
+               "--gold", str(Path(data) / "ud-english-ewt"), "--output", str(out)]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True)
+    assert out.read_bytes() == (study / "summary.md").read_bytes()
