@@ -35,8 +35,10 @@ def split_summary(runs: Path, gold: Path, stage: str) -> str:
     for pred in sorted(runs.glob(f"*/seed*/predictions/{stage}.conllu.gz")):
         condition, seed = pred.parts[-4], int(pred.parts[-3].removeprefix("seed"))
         scores.setdefault(condition, {})[seed] = scores_by_projectivity(str(gold), str(pred))
+    if not scores:
+        raise SystemExit(f"{runs}: no <condition>/seed<seed>/predictions/{stage}.conllu.gz")
     order = [c for c in CONDITIONS if c in scores] + sorted(set(scores) - set(CONDITIONS))
-    first = next(iter(next(iter(scores.values())).values()))
+    first = min(scores[order[0]].items())[1]  # the split's sizes: the same in every run
     lines = [
         f"{stage}: {first['all']['sentences']} sentences, {first['non-projective']['sentences']} "
         "with a non-projective gold tree; mean ± sample std over the seeds; punctuation scored.",
