@@ -1,0 +1,151 @@
+"""Where the ablation grid's decoder columns differ, and why: training or inference.
+
+From the committed files only. First, per loss, each decoder's test LAS minus ``cle``'s, paired
+by seed (mean ± sample std over the seeds, with n), beside the seed-to-seed spread of the ``cle``
+runs themselves. Then, for each loss and seed, every decoder's run is compared with the ``cle``
+run of the same loss and seed:
+
+* **training**: the first logged update (``csv/metrics.csv``, every ``trainer.log_every_n_steps``
+  updates) whose training loss differs from ``cle``'s, or "identical" when every logged loss is
+  equal (float equality of the logged values); for local CE and the tree CRF the decoder does
+  not enter the loss, for the hinge it is the loss-augmented oracle;
+* **selection**: the update of the checkpoint chosen on development LAS (``metrics.json``);
+* **test trees**: the number of test sentences whose predicted heads differ from ``cle``'s, and
+  the number of predicted non-projective trees (:func:`bockparse.decoders.eisner.is_projective`).
+
+    python experiments/ablation/identity.py experiments/ablation/runs \\
+        --gold $BOCKPARSE_DATA/ud-chinese-gsd/zh_gsd-ud1.3-test.conllu \\
+        --output experiments/ablation/identity.md
+
+``--gold`` (optional) adds the count of non-projective gold test trees, for comparison.
+
+``runs`` holds ``<loss>-<decoder>/seed<seed>/`` as ``bockparse-publish
+multirun/ablation-ud-gsd-ablation --out experiments/ablation/runs`` writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from bockparse.data.conllu import read_conllu
+from bockparse.decoders.eisner import is_projective
+from bockparse.experiments.table import fmt_cell, fmt_signed, paired_differences, summarize
+
+LOSSES = ("local-ce", "hinge", "crf")
+DECODERS = ("cle", "bock", "tarjan", "eisner")
+REFERENCE = "cle"
+
+
+def train_losses(run: Path) -> dict[int, str]:
+    """Logged training loss per update (as written, so equality is exact), from the CSV log.
+
+    The CSV's ``step`` is Lightning's 0-based global step of the logging batch, so update
+    ``step + 1`` (its development rows at step 49 are the evaluation after update 50).
+    """
+    with open(run / "csv" / "metrics.csv", newline="", encoding="utf-8") as f:
+        return {int(r["step"]) + 1: r["train/loss"] for r in csv.DictReader(f) if r["train/loss"]}
+
+
+def test_heads(run: Path) -> list[list[int]]:
+    """Predicted heads of every test sentence (1-based, 0 for ROOT, as in the file)."""
+    path = run / "predictions" / "test.conllu.gz"
+    return [s.heads for s in read_conllu(path, single_root=False, on_malformed="error")]
+
+
+def first_divergence(a: dict[int, str], b: dict[int, str]) -> str:
+    """``"identical (N logged)"`` or ``"update S"``, the first logged update that differs."""
+    if a.keys() != b.keys():
+        raise SystemExit("the two runs logged different updates: not comparable")
+    diff = [s for s in sorted(a) if a[s] != b[s]]
+    return f"update {diff[0]}" if diff else f"identical ({len(a)} logged)"
+
+
+def non_projective(heads: list[list[int]]) -> int:
+    return sum(not is_projective(np.array([-1, *h])) for h in heads)
+
+
+def test_las(runs: Path, loss: str, decoder: str) -> dict[int, float]:
+    """seed -> test LAS of the finished runs of ``<loss>-<decoder>``."""
+    out = {}
+    for m in runs.glob(f"{loss}-{decoder}/seed*/metrics.json"):
+        out[int(m.parent.name.removeprefix("seed"))] = json.loads(m.read_text("utf-8"))["test/las"]
+    return out
+
+
+def paired_table(runs: Path) -> list[str]:
+    """Per loss: test LAS − cle's, paired by seed, and the cle runs' own mean ± std."""
+    others = [d for d in DECODERS if d != REFERENCE]
+    lines = [
+        f"Test LAS minus `{REFERENCE}`'s, paired by seed: mean ± sample std (n seeds).",
+        "",
+        f"| loss | {REFERENCE}: test LAS | "
+        + " | ".join(f"{d} − {REFERENCE}" for d in others)
+        + " |",
+        "| :--- | ---: |" + " ---: |" * len(others),
+    ]
+    for loss in LOSSES:
+        ref = test_las(runs, loss, REFERENCE)
+        cells = []
+        for d in others:
+            diff = summarize(paired_differences(test_las(runs, loss, d), ref))
+            spread = "" if diff.std is None else f" ± {diff.std:.2f}"
+            cells.append(f"{fmt_signed(diff.mean if diff.n else None)}{spread} ({diff.n})")
+        lines.append(f"| {loss} | {fmt_cell(summarize(ref))} ({len(ref)}) | "
+                     + " | ".join(cells) + " |")  # fmt: skip
+    return [*lines, ""]
+
+
+def report(runs: Path, gold: Path | None = None) -> str:
+    lines = paired_table(runs)
+    if gold is not None:
+        heads = [s.heads for s in read_conllu(gold, single_root=False, on_malformed="error")]
+        lines += [f"Gold test trees: {non_projective(heads)} of {len(heads)} non-projective.", ""]
+    lines += [
+        f"Each run against `{REFERENCE}` with the same loss and seed. Training: the first logged "
+        "update whose training loss differs. Test trees: sentences whose predicted heads differ "
+        "from the reference's, and predicted non-projective trees.",
+        "",
+        "| loss | seed | decoder | training vs cle | best update | test trees ≠ cle | "
+        "non-projective test trees |",
+        "| :--- | ---: | :--- | :--- | ---: | ---: | ---: |",
+    ]
+    seeds = sorted({int(p.name.removeprefix("seed")) for p in runs.glob("*/seed*")})
+    for loss in LOSSES:
+        for seed in seeds:
+            folder = {d: runs / f"{loss}-{d}" / f"seed{seed}" for d in DECODERS}
+            if not all((f / "metrics.json").exists() for f in folder.values()):
+                continue  # an incomplete row of the grid: nothing to compare
+            ref_loss, ref_heads = train_losses(folder[REFERENCE]), test_heads(folder[REFERENCE])
+            for d, run in folder.items():
+                heads = test_heads(run)
+                if len(heads) != len(ref_heads):
+                    raise SystemExit(f"{run}: {len(heads)} test sentences, cle's run has "
+                                     f"{len(ref_heads)}")  # fmt: skip
+                differ = sum(h != r for h, r in zip(heads, ref_heads, strict=True))
+                training = "—" if d == REFERENCE else first_divergence(ref_loss, train_losses(run))
+                best = json.loads((run / "metrics.json").read_text(encoding="utf-8"))["best_step"]
+                lines.append(f"| {loss} | {seed} | {d} | {training} | {best} | {differ} of "
+                             f"{len(heads)} | {non_projective(heads)} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", type=Path, help="the published runs: <loss>-<decoder>/seed<seed>/")
+    p.add_argument("--gold", type=Path, help="the gold test file (adds its non-projective count)")
+    p.add_argument("--output", type=Path, help="write the report here (default: print it)")
+    args = p.parse_args()
+    text = report(args.runs, args.gold)
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        print(text, end="")
+
+
+if __name__ == "__main__":
+    main()
