@@ -13,6 +13,9 @@ run of the same loss and seed:
 * **test trees**: the number of test sentences whose predicted heads differ from ``cle``'s, and
   the number of predicted non-projective trees (:func:`bockparse.decoders.eisner.is_projective`).
 
+Last, the pair of Theorem 1: each ``tarjan`` run against the ``bock`` run of the same loss and
+seed (training and test trees, as above).
+
     python experiments/ablation/identity.py experiments/ablation/runs \\
         --gold $BOCKPARSE_DATA/ud-chinese-gsd/zh_gsd-ud1.3-test.conllu \\
         --output experiments/ablation/identity.md
@@ -100,6 +103,16 @@ def paired_table(runs: Path) -> list[str]:
     return [*lines, ""]
 
 
+def compare(run: Path, ref: Path) -> tuple[str, int, list[list[int]]]:
+    """``run`` against ``ref``: the first divergent logged loss (:func:`first_divergence`), the
+    number of test sentences whose predicted heads differ, and ``run``'s test heads."""
+    heads, ref_heads = test_heads(run), test_heads(ref)
+    if len(heads) != len(ref_heads):
+        raise SystemExit(f"{run}: {len(heads)} test sentences, {ref} has {len(ref_heads)}")
+    differ = sum(h != r for h, r in zip(heads, ref_heads, strict=True))
+    return first_divergence(train_losses(ref), train_losses(run)), differ, heads
+
+
 def report(runs: Path, gold: Path | None = None) -> str:
     lines = paired_table(runs)
     if gold is not None:
@@ -120,17 +133,27 @@ def report(runs: Path, gold: Path | None = None) -> str:
             folder = {d: runs / f"{loss}-{d}" / f"seed{seed}" for d in DECODERS}
             if not all((f / "metrics.json").exists() for f in folder.values()):
                 continue  # an incomplete row of the grid: nothing to compare
-            ref_loss, ref_heads = train_losses(folder[REFERENCE]), test_heads(folder[REFERENCE])
             for d, run in folder.items():
-                heads = test_heads(run)
-                if len(heads) != len(ref_heads):
-                    raise SystemExit(f"{run}: {len(heads)} test sentences, cle's run has "
-                                     f"{len(ref_heads)}")  # fmt: skip
-                differ = sum(h != r for h, r in zip(heads, ref_heads, strict=True))
-                training = "—" if d == REFERENCE else first_divergence(ref_loss, train_losses(run))
+                training, differ, heads = compare(run, folder[REFERENCE])
                 best = json.loads((run / "metrics.json").read_text(encoding="utf-8"))["best_step"]
+                training = "—" if d == REFERENCE else training
                 lines.append(f"| {loss} | {seed} | {d} | {training} | {best} | {differ} of "
                              f"{len(heads)} | {non_projective(heads)} |")  # fmt: skip
+    lines += [
+        "",
+        "The pair of Theorem 1, `tarjan` against `bock` with the same loss and seed (the "
+        "theorem's identical trees hold for the unconstrained problem; these runs decode under "
+        "the single-root constraint).",
+        "",
+        "| loss | seed | training vs bock | test trees ≠ bock |",
+        "| :--- | ---: | :--- | ---: |",
+    ]
+    for loss in LOSSES:
+        for seed in seeds:
+            pair = [runs / f"{loss}-{d}" / f"seed{seed}" for d in ("tarjan", "bock")]
+            if all((f / "metrics.json").exists() for f in pair):
+                training, differ, heads = compare(*pair)
+                lines.append(f"| {loss} | {seed} | {training} | {differ} of {len(heads)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,8 @@
 """The published tables regenerate from the run files committed beside them, byte for byte:
 ``bockparse-table <committed run folders>`` writes the committed ``table1.md`` and
-``table1.csv`` of ``experiments/table1-ud``; with the gold treebanks, the punctuation-excluded
-re-evaluation and the transition-vs-graph summary regenerate too."""
+``table1.csv`` of ``experiments/table1-ud`` and the loss × decoder grid of
+``experiments/ablation``; with the gold treebanks, the punctuation-excluded re-evaluation, the
+transition-vs-graph summary and the ablation's decoder comparison regenerate too."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ REPO = Path(CONF_DIR).parent
 # --strict: every expected run is committed and finished (a missing one fails the test).
 PUBLISHED = {
     "table1-ud": ("experiments/table1-ud/runs", ["--strict"], ("table1.md", "table1.csv")),
+    "ablation": (
+        "experiments/ablation/runs",
+        ["--layout", "grid", "--strict"],
+        ("ablation.md", "ablation.csv"),
+    ),
 }
 
 
@@ -59,3 +65,18 @@ def test_the_transition_summary_regenerates(tmp_path):
                "--gold", str(Path(data) / "ud-english-ewt"), "--output", str(out)]  # fmt: skip
     subprocess.run(command, check=True, capture_output=True)
     assert out.read_bytes() == (study / "summary.md").read_bytes()
+
+
+def test_the_ablation_decoder_comparison_regenerates(tmp_path):
+    """``experiments/ablation/identity.py`` on the published grid (the gold UD Chinese-GSD test
+    file adds its non-projective count)."""
+    data = os.environ.get("BOCKPARSE_DATA")
+    gold = Path(data or "") / "ud-chinese-gsd" / "zh_gsd-ud1.3-test.conllu"
+    if not data or not gold.is_file():
+        pytest.skip("BOCKPARSE_DATA does not hold UD Chinese-GSD (the gold test file)")
+    study = REPO / "experiments" / "ablation"
+    out = tmp_path / "identity.md"
+    command = [sys.executable, str(study / "identity.py"), str(study / "runs"),
+               "--gold", str(gold), "--output", str(out)]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True)
+    assert out.read_bytes() == (study / "identity.md").read_bytes()
