@@ -2,8 +2,9 @@
 
 From the committed files only. First, per loss, each decoder's test LAS minus ``cle``'s, paired
 by seed (mean ± sample std over the seeds, with n), beside the seed-to-seed spread of the ``cle``
-runs themselves. Then, for each loss and seed, every decoder's run is compared with the ``cle``
-run of the same loss and seed:
+runs themselves, and per decoder the hinge's and the CRF's test LAS minus local CE's. Then, for
+each loss and seed, every decoder's run is compared with the ``cle`` run of the same loss and
+seed:
 
 * **training**: the first logged update (``csv/metrics.csv``, every ``trainer.log_every_n_steps``
   updates) whose training loss differs from ``cle``'s, or "identical" when every logged loss is
@@ -72,16 +73,24 @@ def non_projective(heads: list[list[int]]) -> int:
     return sum(not is_projective(np.array([-1, *h])) for h in heads)
 
 
-def test_las(runs: Path, loss: str, decoder: str) -> dict[int, float]:
-    """seed -> test LAS of the finished runs of ``<loss>-<decoder>``."""
+def test_las(runs: Path, row: str) -> dict[int, float]:
+    """seed -> test LAS of the finished runs of grid row ``row`` (``<loss>-<decoder>``)."""
     out = {}
-    for m in runs.glob(f"{loss}-{decoder}/seed*/metrics.json"):
+    for m in runs.glob(f"{row}/seed*/metrics.json"):
         out[int(m.parent.name.removeprefix("seed"))] = json.loads(m.read_text("utf-8"))["test/las"]
     return out
 
 
-def paired_table(runs: Path) -> list[str]:
-    """Per loss: test LAS − cle's, paired by seed, and the cle runs' own mean ± std."""
+def paired_cell(runs: Path, run: str, ref: str) -> str:
+    """Test LAS of ``run`` minus ``ref`` (grid rows ``<loss>-<decoder>``), paired by seed."""
+    diff = summarize(paired_differences(test_las(runs, run), test_las(runs, ref)))
+    spread = "" if diff.std is None else f" ± {diff.std:.2f}"
+    return f"{fmt_signed(diff.mean if diff.n else None)}{spread} ({diff.n})"
+
+
+def paired_tables(runs: Path) -> list[str]:
+    """Per loss: test LAS − cle's, beside the cle runs' own mean ± std; per decoder: each
+    structured loss's test LAS − local CE's."""
     others = [d for d in DECODERS if d != REFERENCE]
     lines = [
         f"Test LAS minus `{REFERENCE}`'s, paired by seed: mean ± sample std (n seeds).",
@@ -92,14 +101,21 @@ def paired_table(runs: Path) -> list[str]:
         "| :--- | ---: |" + " ---: |" * len(others),
     ]
     for loss in LOSSES:
-        ref = test_las(runs, loss, REFERENCE)
-        cells = []
-        for d in others:
-            diff = summarize(paired_differences(test_las(runs, loss, d), ref))
-            spread = "" if diff.std is None else f" ± {diff.std:.2f}"
-            cells.append(f"{fmt_signed(diff.mean if diff.n else None)}{spread} ({diff.n})")
+        ref = test_las(runs, f"{loss}-{REFERENCE}")
+        cells = [paired_cell(runs, f"{loss}-{d}", f"{loss}-{REFERENCE}") for d in others]
         lines.append(f"| {loss} | {fmt_cell(summarize(ref))} ({len(ref)}) | "
                      + " | ".join(cells) + " |")  # fmt: skip
+    base, structured = LOSSES[0], LOSSES[1:]
+    lines += [
+        "",
+        f"Test LAS minus `{base}`'s with the same decoder, paired by seed.",
+        "",
+        "| decoder | " + " | ".join(f"{loss} − {base}" for loss in structured) + " |",
+        "| :--- |" + " ---: |" * len(structured),
+    ]
+    for d in DECODERS:
+        cells = [paired_cell(runs, f"{loss}-{d}", f"{base}-{d}") for loss in structured]
+        lines.append(f"| {d} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
@@ -114,7 +130,7 @@ def compare(run: Path, ref: Path) -> tuple[str, int, list[list[int]]]:
 
 
 def report(runs: Path, gold: Path | None = None) -> str:
-    lines = paired_table(runs)
+    lines = paired_tables(runs)
     if gold is not None:
         heads = [s.heads for s in read_conllu(gold, single_root=False, on_malformed="error")]
         lines += [f"Gold test trees: {non_projective(heads)} of {len(heads)} non-projective.", ""]
