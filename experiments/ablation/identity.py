@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 from pathlib import Path
 
@@ -38,13 +39,20 @@ import numpy as np
 
 from bockparse.data.conllu import read_conllu
 from bockparse.decoders.eisner import is_projective
-from bockparse.experiments.table import fmt_cell, fmt_signed, paired_differences, summarize
+from bockparse.experiments.table import (
+    fmt_cell,
+    fmt_difference,
+    fmt_signed,
+    paired_differences,
+    summarize,
+)
 
 LOSSES = ("local-ce", "hinge", "crf")
 DECODERS = ("cle", "bock", "tarjan", "eisner")
 REFERENCE = "cle"
 
 
+@functools.cache
 def train_losses(run: Path) -> dict[int, str]:
     """Logged training loss per update (as written, so equality is exact), from the CSV log.
 
@@ -55,6 +63,7 @@ def train_losses(run: Path) -> dict[int, str]:
         return {int(r["step"]) + 1: r["train/loss"] for r in csv.DictReader(f) if r["train/loss"]}
 
 
+@functools.cache
 def test_heads(run: Path) -> list[list[int]]:
     """Predicted heads of every test sentence (1-based, 0 for ROOT, as in the file)."""
     path = run / "predictions" / "test.conllu.gz"
@@ -82,10 +91,11 @@ def test_las(runs: Path, row: str) -> dict[int, float]:
 
 
 def paired_cell(runs: Path, run: str, ref: str) -> str:
-    """Test LAS of ``run`` minus ``ref`` (grid rows ``<loss>-<decoder>``), paired by seed."""
+    """Test LAS of ``run`` minus ``ref`` (grid rows ``<loss>-<decoder>``), paired by seed:
+    ``mean ± std (n=N: each seed's difference, in seed order)``."""
     diff = summarize(paired_differences(test_las(runs, run), test_las(runs, ref)))
-    spread = "" if diff.std is None else f" ± {diff.std:.2f}"
-    return f"{fmt_signed(diff.mean if diff.n else None)}{spread} ({diff.n})"
+    per_seed = ", ".join(fmt_signed(v) for v in diff.values.values())
+    return f"{fmt_difference(diff)} (n={diff.n}: {per_seed})"
 
 
 def paired_tables(runs: Path) -> list[str]:
@@ -93,7 +103,8 @@ def paired_tables(runs: Path) -> list[str]:
     structured loss's test LAS − local CE's."""
     others = [d for d in DECODERS if d != REFERENCE]
     lines = [
-        f"Test LAS minus `{REFERENCE}`'s, paired by seed: mean ± sample std (n seeds).",
+        f"Test LAS minus `{REFERENCE}`'s, paired by seed: mean ± sample std (n seeds: each "
+        "seed's difference, in seed order).",
         "",
         f"| loss | {REFERENCE}: test LAS | "
         + " | ".join(f"{d} − {REFERENCE}" for d in others)
@@ -108,7 +119,7 @@ def paired_tables(runs: Path) -> list[str]:
     base, structured = LOSSES[0], LOSSES[1:]
     lines += [
         "",
-        f"Test LAS minus `{base}`'s with the same decoder, paired by seed.",
+        f"Test LAS minus `{base}`'s with the same decoder, paired by seed (as above).",
         "",
         "| decoder | " + " | ".join(f"{loss} − {base}" for loss in structured) + " |",
         "| :--- |" + " ---: |" * len(structured),

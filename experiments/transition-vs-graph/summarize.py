@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bockparse.experiments.table import fmt_cell, fmt_signed, summarize
+from bockparse.experiments.table import fmt_cell, fmt_difference, summarize
 from bockparse.transition.analysis import scores_by_projectivity
 
 CONDITIONS = ("arc-standard", "arc-eager", "hinge-bock")
@@ -53,10 +53,7 @@ def split_summary(runs: Path, gold: Path, stage: str) -> str:
         cells = [fmt_cell(summarize({s: r[k][m] for s, r in per_seed})) for k, m in COLUMNS]
         paired = {s: r["all"]["las"] - graph[s]["all"]["las"]
                   for s, r in per_seed if s in graph}  # fmt: skip
-        diff = "—"
-        if c != GRAPH and paired:
-            d = summarize(paired)
-            diff = fmt_signed(d.mean) + ("" if d.std is None else f" ± {d.std:.2f}")
+        diff = fmt_difference(summarize(paired if c != GRAPH else {}))
         lines.append(f"| {c} | {len(scores[c])} | " + " | ".join(cells) + f" | {diff} |")
     lines += ["", "| run | UAS | LAS | LCM | non-proj. UAS | non-proj. LAS |",
               "| :--- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip

@@ -263,6 +263,14 @@ def fmt_signed(value: float | None, digits: int = 2) -> str:
     return text.replace("-", "−")
 
 
+def fmt_difference(summary: Summary, digits: int = 2) -> str:
+    """A summarised difference: ``+0.51 ± 0.15``; ``+0.51`` for one seed; ``—`` for none."""
+    if summary.n == 0:
+        return "—"
+    text = fmt_signed(summary.mean, digits)
+    return text if summary.std is None else f"{text} ± {summary.std:.{digits}f}"
+
+
 def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "r") -> str:
     lines = ["| " + " | ".join(header) + " |"]
     marks = [":---"] + [("---:" if align == "r" else ":---")] * (len(header) - 1)
@@ -318,10 +326,7 @@ def paired_markdown(groups: Sequence[Group]) -> str:
         if diff is None:
             continue
         values = [fmt_signed(diff.values.get(s)) for s in seeds]
-        mean = fmt_signed(diff.mean)
-        if diff.std is not None:
-            mean += f" ± {diff.std:.2f}"
-        rows.append([g.label, str(diff.n), *values, mean])
+        rows.append([g.label, str(diff.n), *values, fmt_difference(diff)])
         paper = g.paper_paired
         if paper:
             ref = summarize(paper)
@@ -330,7 +335,7 @@ def paired_markdown(groups: Sequence[Group]) -> str:
                     f"{g.label} (paper)",
                     str(ref.n),
                     *[fmt_signed(paper.get(s)) for s in seeds],
-                    f"{fmt_signed(ref.mean)} ± {ref.std:.2f}",
+                    fmt_difference(ref),
                 ]
             )
     if not rows:

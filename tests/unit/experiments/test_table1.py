@@ -13,6 +13,7 @@ from bockparse.experiments.table import (
     PAPER_MEANS,
     aggregate,
     fmt_cell,
+    fmt_difference,
     main,
     paired_differences,
     summarize,
@@ -39,6 +40,12 @@ def test_two_seeds_and_one_seed():
     assert fmt_cell(one) == "90.00"
     assert fmt_cell(two) == "90.50 ± 0.71"
     assert fmt_cell(summarize({})) == "—"
+
+
+def test_a_difference_is_signed_with_a_true_minus():
+    assert fmt_difference(summarize({1: -0.5, 2: 0.1})) == "−0.20 ± 0.42"
+    assert fmt_difference(summarize({1: 0.25})) == "+0.25"
+    assert fmt_difference(summarize({})) == "—"
 
 
 def test_paired_differences_by_hand():
