@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: help install test test-all test-gpu lint format bench smoke train sweep table1-ud clean
+.PHONY: help install test test-nobf16 test-all test-gpu lint format bench smoke train sweep table1-ud clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -28,6 +28,11 @@ install: $(PY)  ## .venv: torch (CPU, pinned), bockparse[train,dev,bench,sweep,s
 # spinning OpenMP workers slow everything down.
 test:  ## fast test suite (no slow, no gpu)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 -m "not slow and not gpu"
+
+# The same suite as on a CPU without native bf16 (AVX2-only): the precision probe forced to "no"
+# and oneDNN limited to AVX2, where it has no bf16 LSTM (bockparse.hardware).
+test-nobf16:  ## the fast suite as on a CPU without native bf16
+	BOCKPARSE_NATIVE_BF16=0 ONEDNN_MAX_CPU_ISA=AVX2 $(MAKE) test
 
 test-all:  ## every CPU test, slow ones included
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 -m "not gpu"

@@ -45,6 +45,7 @@ from .data.dataset import ParserDataset
 from .data.subwords import WordPieces
 from .data.vocab import SPECIALS, Vocabs, base_relation_ids
 from .decoders import get_decoder
+from .hardware import AUTO, resolve_precision, warn_if_emulated
 from .metrics import COUNTS, PUNCT_EXCLUSIONS, batch_counts, rates
 from .predict import predict_trees
 
@@ -52,6 +53,7 @@ FORMAT = "bockparse-model"
 FORMAT_VERSION = 1
 CONFIG_FILE = Path(".hydra") / "config.yaml"
 METRICS_FILE = "metrics.json"
+ENVIRONMENT_FILE = "environment.json"
 BEST_CHECKPOINT = Path("checkpoints") / "best.ckpt"
 
 # Tag inputs of the scorer: input field -> (model switch, CoNLL-U column name)
@@ -265,6 +267,21 @@ def _run_dir_of(checkpoint: Path) -> Path:
     )
 
 
+def _run_precision(run_dir: Path, device: torch.device | str) -> str:
+    """The precision a run with ``trainer.precision: auto`` used (its ``environment.json``);
+    for a run without one (stopped before training), what ``auto`` gives on this machine."""
+    path = run_dir / ENVIRONMENT_FILE
+    try:
+        precision = json.loads(path.read_text(encoding="utf-8"))["precision"]
+    except FileNotFoundError:
+        return resolve_precision(AUTO, torch.device(device).type)[0]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ModelError(f"{path}: damaged ({e!r}); it should name the run's precision") from None
+    if precision not in (*AUTOCAST, "32-true", "32"):
+        raise ModelError(f"{path}: unknown precision {precision!r}")
+    return str(precision)
+
+
 def _words(index: int, item: Any) -> Sentence:
     """A sentence from pre-tokenized input: a list of words, or a mapping with ``forms`` and
     optionally ``upos``, ``xpos``, ``feats`` (lists as long as ``forms``)."""
@@ -380,7 +397,8 @@ class Parser:
             device: where the scorer runs.
             precision: ``None`` to predict as the run evaluated (its ``trainer.precision``:
                 a ``bf16-mixed`` run predicts under bf16 autocast, which reproduces its
-                ``metrics.json``), or a Lightning precision (``"32-true"`` for fp32).
+                ``metrics.json``), a Lightning precision (``"32-true"`` for fp32), or
+                ``"auto"``: bf16-mixed where this device computes bf16 natively, else fp32.
 
         Raises:
             ModelError: the path is none of these, or the file is refused (see the module doc).
@@ -401,6 +419,8 @@ class Parser:
                 raise ModelError(
                     f"{path}: neither a bockparse model file nor a Lightning checkpoint"
                 )
+        if precision == AUTO:
+            precision = resolve_precision(AUTO, parser.device.type)[0]
         if precision is not None:
             parser.precision = precision
         return parser
@@ -418,6 +438,8 @@ class Parser:
         if content is None:
             content = read_model_file(path)
         settings = run_settings(OmegaConf.load(run_dir / CONFIG_FILE))
+        if settings.precision == AUTO:
+            settings = replace(settings, precision=_run_precision(run_dir, device))
         vocabs = _vocabs_of_checkpoint(path, content)
         wordpieces = transformer = None
         if settings.encoder is not None:
@@ -607,6 +629,7 @@ class Parser:
         dtype = AUTOCAST.get(self.precision)
         if dtype is None:
             return contextlib.nullcontext()
+        warn_if_emulated(self.precision, self.device.type)
         return torch.autocast(self.device.type, dtype=dtype)
 
     def _decoder_name(self, decoder: str | None) -> str | None:

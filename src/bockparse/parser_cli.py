@@ -49,8 +49,9 @@ def _model_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--precision",
         default=None,
-        choices=["32-true", "bf16-mixed"],
-        help="fp32 or bf16 autocast; default: the run's trainer.precision (its scores)",
+        choices=["32-true", "bf16-mixed", "auto"],
+        help="fp32, bf16 autocast, or auto (bf16 where this CPU/GPU computes it natively); "
+        "default: the precision the run used (its scores)",
     )
 
 

@@ -6,8 +6,14 @@ dev LAS (the later one on ties), then evaluates it on dev and test. The run fold
 choices, every evaluation, decay, stage switch, the stop reason and where the outputs went),
 ``checkpoints/best.ckpt`` (weights only) and ``last.ckpt`` (full state, for ``resume=true``; see
 :mod:`bockparse.schedule`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json``,
-``timing.json`` (the wall time by part, :mod:`bockparse.clock`) and the CSV log; every file is
-written atomically. W&B runs offline unless an API key is
+``timing.json`` (the wall time by part, :mod:`bockparse.clock`), ``environment.json`` (package
+versions, CPU and GPU, the precision chosen and why: :func:`bockparse.hardware.environment`) and
+the CSV log; every file is written atomically.
+
+``trainer.precision: auto`` (every CPU preset's default) resolves before anything is built
+(:func:`resolve_run_precision`): ``bf16-mixed`` where the device computes bf16 natively, else
+``32-true``; the checkpoints' config and ``environment.json`` hold the resolved value, and a
+resumed run keeps the precision it started with. W&B runs offline unless an API key is
 configured, and a W&B failure only costs the W&B log.
 
 Under Lightning DDP (``trainer=ddp``) every rank runs :func:`run`; evaluation scores every
@@ -41,6 +47,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .clock import RunClock
 from .data.conllu import DataError
+from .hardware import AUTO, device_type_of, environment, resolve_precision, warn_if_emulated
 from .metrics import NAMES, metric_key
 from .module import ParserModule
 from .schedule import ScheduleCallback, save_atomic
@@ -88,8 +95,12 @@ def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[s
             if key not in RESUME_FREE and old.get(key) != new.get(key)]  # fmt: skip
 
 
-def check_resume(cfg: DictConfig, last: Path) -> None:
+def check_resume(cfg: DictConfig, last: Path) -> dict[str, Any] | None:
     """Check that ``last`` (a run's ``last.ckpt``) can continue under ``cfg``.
+
+    Returns:
+        The composed config the checkpoint was trained with (resolved), or ``None`` for a
+        checkpoint of an earlier version that saved none.
 
     Raises:
         ResumeError: the file cannot be read or is no full training checkpoint, or the
@@ -111,12 +122,32 @@ def check_resume(cfg: DictConfig, last: Path) -> None:
     saved = checkpoint.get(CONFIG_KEY)
     if saved is None:
         log.warning("%s holds no config (an earlier version wrote it): resuming unchecked", last)
-        return
+        return None
     differences = config_differences(saved, OmegaConf.to_container(cfg, resolve=True))
     if differences:
         raise ResumeError(f"refusing to resume from {last}: the config differs from the one it "
                           "was trained with in " + "; ".join(differences) + ". Undo these "
                           f"overrides to resume, or {restart}")  # fmt: skip
+    return saved
+
+
+def resolve_run_precision(cfg: DictConfig, saved: dict[str, Any] | None = None) -> str:
+    """Set ``cfg.trainer.precision`` to the precision the run uses, log it with its reason, and
+    return the reason (:func:`bockparse.hardware.resolve_precision`).
+
+    ``auto`` resolves on this machine, or to the precision of ``saved`` (the config a resumed
+    checkpoint was trained with), so that a run keeps one precision throughout.
+    """
+    requested = str(cfg.trainer.precision)
+    saved_precision = ((saved or {}).get("trainer") or {}).get("precision")
+    if requested == AUTO and saved_precision not in (None, AUTO):
+        precision, reason = str(saved_precision), "auto: the precision the resumed run began with"
+    else:
+        precision, reason = resolve_precision(requested, str(cfg.trainer.accelerator))
+    cfg.trainer.precision = precision
+    log.info("precision %s (%s)", precision, reason)
+    warn_if_emulated(precision, device_type_of(str(cfg.trainer.accelerator)))
+    return reason
 
 
 # The Hydra tree: package data in an installed wheel (setup.py ships conf/ as bockparse/conf),
@@ -242,13 +273,14 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         log.info("%s is finished (%s exists): nothing to resume; resume=false trains it again",
                  run_dir, done)  # fmt: skip
         return json.loads(done.read_text(encoding="utf-8"))
-    log_choices(cfg, run_dir)
     callback = ScheduleCallback(ckpt_dir, **cfg.optim.last_checkpoint)
     resume = callback.last_path if cfg.resume and callback.last_path.exists() else None
     if cfg.resume and resume is None:
         log.warning("resume=true but %s does not exist: starting afresh", callback.last_path)
+    saved = check_resume(cfg, resume) if resume is not None else None
+    precision_reason = resolve_run_precision(cfg, saved)
+    log_choices(cfg, run_dir)
     if resume is not None:
-        check_resume(cfg, resume)
         log.info("resuming from %s", resume)
     if cfg.torch_threads is not None:  # a fixed count: CPU kernels' reductions depend on it
         torch.set_num_threads(cfg.torch_threads)
@@ -262,6 +294,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     # Lightning evaluates under torch.no_grad inside fit (inference_mode=False for the fit's
     # validation loop); dev evaluations here only decode and count, so inference mode is safe.
     trainer.fit_loop.epoch_loop.val_loop.inference_mode = cfg.trainer.inference_mode
+    if trainer.is_global_zero:
+        write_json_atomic(run_dir / "environment.json",
+                          environment(cfg.trainer.precision, precision_reason))  # fmt: skip
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
     train_seconds = time.perf_counter() - start
@@ -293,6 +328,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         condition=cfg.name,
         decoder=cfg.decoder,
         loss=cfg.loss._target_.rsplit(".", 1)[-1],
+        precision=cfg.trainer.precision,
         train_seconds=round(train_seconds, 3),
         decode_seconds=round(module.decode_seconds, 3),
     )

@@ -161,6 +161,36 @@ def _train(tmp_path: Path, *overrides: str, wait_for: Callable[[], bool] | None 
     return None
 
 
+def test_make_train_runs_on_a_cpu_without_native_bf16(tmp_path):
+    """make train's experiment, 2 updates, with the probe forced to "no" and oneDNN limited to
+    AVX2 as on such a CPU (where bf16 LSTMs fail): it resolves to fp32, says why, records it,
+    and its test scores are the CoNLL 2018 evaluator's on its predictions."""
+    import os
+    import subprocess
+    import sys
+
+    from bockparse.hardware import FORCE_ENV, ISA_ENV
+    from bockparse.metrics import evaluate_files
+
+    env = {**os.environ, FORCE_ENV: "0", ISA_ENV: "AVX2"}
+    cmd = [sys.executable, "-m", "bockparse.train", "experiment=ewt-sample-cpu",
+           "optim.max_steps=2", "optim.eval_every=2", "logger.wandb.enabled=false",
+           "trainer.enable_progress_bar=false", f"hydra.run.dir={tmp_path}"]  # fmt: skip
+    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    log = (tmp_path / "train.log").read_text(encoding="utf-8")
+    assert f"precision 32-true (auto: {FORCE_ENV}=0)" in log
+    environment = json.loads((tmp_path / "environment.json").read_text())
+    assert environment["precision"] == "32-true"
+    assert environment["env"][ISA_ENV] == "AVX2"
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["precision"] == "32-true"
+    gold = REPO / "data/ud-english-ewt-sample/en_ewt-ud-test.conllu"
+    scores = evaluate_files(str(gold), str(tmp_path / "predictions/test.conllu"))
+    for name in ("uas", "las"):
+        assert scores[name] == pytest.approx(metrics[f"test/{name}"])
+
+
 @pytest.mark.slow
 def test_resume_after_kill(tmp_path):
     import torch

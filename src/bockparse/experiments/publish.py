@@ -5,7 +5,8 @@ checkpoints of hundreds of megabytes. This command copies, per run, what the tab
 analyses read and what an auditor needs, and nothing else:
 
 * ``metrics.json`` (the scores, written last by ``bockparse-train``), ``timing.json`` (its wall
-  time split), ``train.log``, ``csv/metrics.csv`` (the per-evaluation curve);
+  time split), ``environment.json`` (versions, CPU, precision), ``train.log``,
+  ``csv/metrics.csv`` (the per-evaluation curve);
 * ``.hydra/config.yaml``, ``hydra.yaml`` and ``overrides.yaml`` (the composed config);
 * ``predictions/{val,test}.conllu`` gzip-compressed as ``<stage>.conllu.gz`` (a fixed gzip
   header, so the same predictions give the same bytes); ``bockparse-reeval`` and the CoNLL-U
@@ -32,6 +33,7 @@ from .runs import METRICS_FILE, discover
 SMALL = (
     METRICS_FILE,
     "timing.json",
+    "environment.json",
     "train.log",
     "csv/metrics.csv",
     ".hydra/config.yaml",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import statistics
 import sys
@@ -395,6 +396,31 @@ def runs_markdown(groups: Sequence[Group]) -> str:
     return "\n".join(lines)
 
 
+ENVIRONMENT_FILE = "environment.json"
+
+
+def environment_markdown(groups: Sequence[Group]) -> str:
+    """Where each finished run ran: precision (and why), CPU, its bf16 flags, torch version,
+    from the run's ``environment.json`` (runs from before it existed: "not recorded")."""
+    lines = ["Environment", "", "| run | precision | why | CPU | bf16 flags | torch |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for g in groups:
+        for run in g.used:
+            name = f"{g.label} {_row_text(row_key(run, g.layout) or '?')} seed {run.seed}"
+            try:
+                env = json.loads((run.path / ENVIRONMENT_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                precision = (run.metrics or {}).get("precision", "")
+                lines.append(f"| {name} | {precision} | not recorded | | | |")
+                continue
+            flags = ", ".join(f for f, on in env.get("cpu_flags", {}).items()
+                              if on and ("bf16" in f or f.startswith("amx"))) or "none"  # fmt: skip
+            lines.append(f"| {name} | {env.get('precision', '')} | "
+                         f"{env.get('precision_reason', '')} | {env.get('cpu', '')} | {flags} | "
+                         f"{env.get('versions', {}).get('torch', '')} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def _duration(hours: float) -> str:
     return f"{hours:.2f} h" if hours >= 1 else f"{60 * hours:.1f} min"
 
@@ -502,6 +528,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-plots", action="store_true", help="with --out: tables only")
     parser.add_argument(
+        "--environment",
+        action="store_true",
+        help="also list where each run ran (precision and why, CPU, bf16 flags, torch)",
+    )
+    parser.add_argument(
         "--strict", action="store_true", help="exit with status 1 when a run is missing or failed"
     )
     return parser
@@ -536,6 +567,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     groups = aggregate(found, stage=args.stage, layout=args.layout, seeds=seeds)
     text = render(groups, args.stage, args.layout)
+    if args.environment:
+        text += "\n" + environment_markdown(groups) + "\n"
     print(text, end="", flush=True)
     if args.out:
         out = Path(args.out)

@@ -14,6 +14,11 @@ given ``nn.LSTM``; the reverse direction reads each sequence reversed within its
 them. Between layers the concatenated outputs get dropout ``lstm.dropout`` in training, as
 ``nn.LSTM`` does. The result equals ``nn.LSTM`` on ``pack_padded_sequence`` up to float
 rounding (without dropout; with it, the same distribution), with the same parameters.
+
+Under autocast the LSTM runs in the autocast dtype only where a primitive for it exists
+(:func:`bockparse.hardware.lstm_autocast_ok`: bf16 on a CPU with native bf16, CUDA); elsewhere
+(an AVX2-only CPU, where oneDNN has no bf16 LSTM and would fail) it runs in float32 with
+autocast off, and returns float32.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from ..hardware import lstm_autocast_ok
 
 
 def reverse_index(lengths: torch.Tensor, steps: int) -> torch.Tensor:
@@ -64,6 +71,17 @@ def bilstm(
     """
     if not (lstm.bidirectional and lstm.batch_first and lstm.bias and lstm.proj_size == 0):
         raise ValueError("bilstm needs a bidirectional batch-first nn.LSTM with biases")
+    device_type = x.device.type
+    if not lstm_autocast_ok(device_type):
+        with torch.autocast(device_type, enabled=False):
+            return _bilstm(lstm, x.float(), lengths)
+    return _bilstm(lstm, x, lengths)
+
+
+def _bilstm(
+    lstm: nn.LSTM, x: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`bilstm` under the autocast state of the caller."""
     B, T, _ = x.shape
     H = lstm.hidden_size
     reverse = reverse_index(lengths, T)  # [B, T]

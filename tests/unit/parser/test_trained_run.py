@@ -174,3 +174,29 @@ def test_the_experiment_loader_scores_through_the_parser(smoke_run, tmp_path, mo
     assert result["reproduced"]["identical"] == 400  # the run's own predictions/test.conllu
     metrics = json.loads((smoke_run / "metrics.json").read_text())
     assert result["scores"]["bock"]["las"] == metrics["test/las"]
+
+
+def test_an_auto_run_predicts_in_the_precision_it_used(smoke_run, tmp_path, monkeypatch):
+    """A run composed with ``trainer.precision: auto`` predicts under what it resolved to (its
+    ``environment.json``), not what this machine would choose; without the record, ``auto``
+    resolves here."""
+    import shutil
+
+    from omegaconf import OmegaConf
+
+    from bockparse import hardware
+
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    config = OmegaConf.load(run / ".hydra" / "config.yaml")
+    config.trainer.precision = "auto"
+    OmegaConf.save(config, run / ".hydra" / "config.yaml")
+    monkeypatch.setenv(hardware.FORCE_ENV, "0")  # this machine: fp32
+    (run / "environment.json").write_text(json.dumps({"precision": "bf16-mixed"}))
+    assert Parser.load(run).precision == "bf16-mixed"
+    (run / "environment.json").unlink()
+    assert Parser.load(run).precision == "32-true"
+    assert Parser.load(run, precision="auto").precision == "32-true"
+    (run / "environment.json").write_text("{")
+    with pytest.raises(ModelError, match=r"environment\.json: damaged"):
+        Parser.load(run)
