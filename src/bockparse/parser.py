@@ -1,13 +1,15 @@
 """Use a trained parser: ``Parser.load(path)``, then ``predict``, ``evaluate`` or ``save``.
 
 ``Parser.load`` takes a run folder of ``bockparse-train`` (its ``checkpoints/best.ckpt``), a
-Lightning checkpoint of a run (``best.ckpt``, ``last.ckpt``, full or weights only) or a model
-file written by :meth:`Parser.save` (``bockparse-export``). It rebuilds the scorer from the run's
-composed model and encoder config (read by :func:`run_settings`, the one place that knows the
-config's keys), with the vocabularies and the weights from the file: no Hydra application, no
-training data, no hub access. The transformer is built from its configuration only (the
-weights come from the file); its tokenizer comes from the encoder's local folder or embedded
-name for a run, and from the model file itself for an exported model.
+Lightning checkpoint in a run folder's ``checkpoints/`` (``best.ckpt``, ``last.ckpt``, full or
+weights only) or a model file written by :meth:`Parser.save` (``bockparse-export``). It
+rebuilds the scorer from the closed model schema (:mod:`bockparse.modelfile`: the run's
+composed model and encoder config turned into plain, validated data by :func:`run_settings`,
+the one place that knows the config's keys), with the vocabularies and the weights from the
+file: no Hydra application, no ``instantiate``, no training data, no hub access. The transformer
+is built from its configuration only (the weights come from the file); its tokenizer comes from
+the encoder's local folder or embedded name for a run, and from the model file itself for an
+exported model.
 
 Prediction is the training code's (:func:`bockparse.predict.predict_trees`): heads from a
 registry decoder under the single-root constraint (the run's decoder unless another is asked
@@ -17,19 +19,22 @@ several encoder windows (:mod:`bockparse.data.subwords`), never truncated. Evalu
 with :func:`bockparse.metrics.batch_counts`, so a run's test file gives its ``metrics.json``
 scores exactly.
 
-Model files never run code when loaded: they are read with ``torch.load(weights_only=True)``,
-which only admits tensors and plain containers, strings and numbers; anything else is refused
-with :class:`ModelError`. A model file holds the scorer's weights (no optimiser state), and
-one JSON string with the vocabularies, the composed model/encoder settings and the run's
-metadata; the transformer's configuration and tokenizer files travel as byte tensors.
+Model files are data, never code: they are read with ``torch.load(weights_only=True)``
+(:func:`bockparse.modelfile.load_tensors`), which only admits tensors and plain containers,
+strings and numbers (anything else is refused with :class:`ModelError`), and the model they
+describe is validated against the schema before anything is built. A model file holds the
+scorer's weights (no optimiser state), and one JSON string with the vocabularies, the settings
+(the model spec among them) and the run's metadata; the transformer's configuration and
+tokenizer files travel as byte tensors. Version 1 files (whose settings held the Hydra nodes)
+are read through the same closed lookup.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
-import pickle
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -39,6 +44,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from . import rundir
 from .data.batch import Batch, Collator, TokenBudgetSampler
 from .data.conllu import COLUMNS, DataError, Sentence, format_sentence, read_conllu
 from .data.dataset import ParserDataset
@@ -47,14 +53,18 @@ from .data.vocab import SPECIALS, Vocabs, base_relation_ids
 from .decoders import get_decoder
 from .hardware import AUTO, resolve_precision, warn_if_emulated
 from .metrics import COUNTS, PUNCT_EXCLUSIONS, batch_counts, rates
+from .modelfile import (
+    ModelError,
+    build_scorer,
+    build_transformer,
+    load_tensors,
+    spec_from_config,
+    validate_spec,
+)
 from .predict import predict_trees
 
 FORMAT = "bockparse-model"
-FORMAT_VERSION = 1
-CONFIG_FILE = Path(".hydra") / "config.yaml"
-METRICS_FILE = "metrics.json"
-ENVIRONMENT_FILE = "environment.json"
-BEST_CHECKPOINT = Path("checkpoints") / "best.ckpt"
+FORMAT_VERSION = 2  # 2: settings.model is the closed schema's spec; 1: Hydra nodes (read too)
 
 # Tag inputs of the scorer: input field -> (model switch, CoNLL-U column name)
 TAG_INPUTS = {
@@ -67,18 +77,13 @@ Progress = Callable[[int, int], None]
 """``progress(sentences_done, sentences_total)``, called after each batch."""
 
 
-class ModelError(DataError):
-    """A model path or file is unusable (missing, not a model, or refused as unsafe)."""
-
-
 @dataclass(frozen=True)
 class RunSettings:
     """What a parser needs from its run's composed config (all plain, resolved values).
 
     Attributes:
-        model: the scorer's config node (``_target_``, ``_partial_`` and its settings).
-        encoder: the encoder group (``max_length``, ``tokenizer``, ``model`` nodes), or
-            ``None`` for a parser without a transformer.
+        model: the scorer's spec in the closed schema (:mod:`bockparse.modelfile`): ``kind``,
+            ``params`` and ``encoder`` (``None`` for a parser without a transformer).
         decoder: registry name of the run's decoder; ``None`` for a parser that predicts trees
             itself (the transition parsers).
         condition: the run's condition (``hinge-bock``, ...).
@@ -94,7 +99,6 @@ class RunSettings:
     """
 
     model: dict[str, Any]
-    encoder: dict[str, Any] | None
     decoder: str | None
     condition: str | None
     max_word_chars: int
@@ -112,17 +116,22 @@ AUTOCAST = {"bf16-mixed": torch.bfloat16, "bf16": torch.bfloat16,
             "16-mixed": torch.float16, "16": torch.float16}  # fmt: skip
 
 
-def run_settings(cfg: Any) -> RunSettings:
+def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     """The settings a parser reads from a run's composed config (``.hydra/config.yaml``).
 
     The one function that knows the config's key names. Conditions may be a group
     (``condition.decoder``, ``condition.name``) or top-level keys (``decoder``, ``name``).
+    The model and encoder nodes become the closed schema's spec
+    (:func:`bockparse.modelfile.spec_from_config`): their ``_target_`` strings are looked up
+    in a fixed table, never imported.
 
     Args:
         cfg: the composed config (an OmegaConf ``DictConfig``).
+        source: the config's file, for messages.
 
     Raises:
-        ModelError: a needed key is missing.
+        ModelError: a needed key is missing or of the wrong type, or the model is not one of
+            the project's.
     """
     from omegaconf import OmegaConf
 
@@ -142,50 +151,60 @@ def run_settings(cfg: Any) -> RunSettings:
     condition = get("condition", required=False)
     decoder_keys = ("condition.decoder", "decoder") if isinstance(condition, dict) else ("decoder",)
     name_keys = ("condition.name", "name") if isinstance(condition, dict) else ("name",)
-    encoder = get("encoder", required=False)
-    if encoder is not None and not encoder.get("model"):
-        encoder = None
-    return RunSettings(
-        model=get("model"),
-        encoder=encoder,
-        decoder=get(*decoder_keys, required=False),
-        condition=get(*name_keys, required=False),
-        max_word_chars=int(get("data.max_word_chars")),
-        batch_size=int(get("data.batch_size")),
-        punct_field=str(get("data.punct_field")),
-        punct_tags=[str(t) for t in get("data.punct_tags")],
-        exclude_punct=get("exclude_punct", required=False),
-        seed=get("seed", required=False),
-        experiment=get("experiment_name", required=False),
-        precision=str(get("trainer.precision", required=False) or "32-true"),
+    return checked_settings(
+        {
+            "model": spec_from_config(get("model"), get("encoder", required=False), source),
+            "decoder": get(*decoder_keys, required=False),
+            "condition": get(*name_keys, required=False),
+            "max_word_chars": get("data.max_word_chars"),
+            "batch_size": get("data.batch_size"),
+            "punct_field": get("data.punct_field"),
+            "punct_tags": get("data.punct_tags"),
+            "exclude_punct": get("exclude_punct", required=False),
+            "seed": get("seed", required=False),
+            "experiment": get("experiment_name", required=False),
+            "precision": get("trainer.precision", required=False) or "32-true",
+        },
+        source,
     )
 
 
-def read_model_file(path: str | os.PathLike) -> dict[str, Any]:
-    """A checkpoint or model file's content, loaded without running code from it.
+# RunSettings fields besides the model: their types (None allowed where listed).
+_SETTING_TYPES: dict[str, tuple[type, ...]] = {
+    "decoder": (str, type(None)),
+    "condition": (str, type(None)),
+    "max_word_chars": (int,),
+    "batch_size": (int,),
+    "punct_field": (str,),
+    "punct_tags": (list,),
+    "exclude_punct": (str, type(None)),
+    "seed": (int, type(None)),
+    "experiment": (str, type(None)),
+    "precision": (str,),
+}
+
+
+def checked_settings(values: Any, source: str) -> RunSettings:
+    """:class:`RunSettings` from plain ``values`` after checking every field's type and the
+    model spec (:func:`bockparse.modelfile.validate_spec`).
 
     Raises:
-        ModelError: the file is missing, unreadable, not a dict, or holds anything but tensors
-            and plain containers, strings and numbers (a pickle payload is refused, never run).
+        ModelError: an unknown or missing field, a value of the wrong type, or a spec the
+            schema refuses; the message names ``source``.
     """
-    try:
-        content = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise ModelError(f"{path}: not found") from None
-    except pickle.UnpicklingError as e:
-        reason = str(e).strip().splitlines()[0]
-        raise ModelError(
-            f"{path}: refused: the file holds Python objects other than tensors and plain "
-            "containers, and loading them could run code from it (weights_only). Export trusted "
-            f"runs with bockparse-export. ({reason})"
-        ) from None
-    except Exception as e:  # torch raises many types on files it cannot read; none runs code
-        raise ModelError(f"{path}: not a bockparse model or checkpoint ({e!r})") from None
-    if not isinstance(content, dict):
-        raise ModelError(
-            f"{path}: not a bockparse model or checkpoint (a {type(content).__name__})"
-        )
-    return content
+    if not isinstance(values, Mapping):
+        raise ModelError(f"{source}: settings must be a mapping")
+    fields = {f.name for f in dataclasses.fields(RunSettings)}
+    if set(values) - fields or {"model"} - set(values):
+        raise ModelError(f"{source}: settings must have the fields {sorted(fields)}; got "
+                         f"{sorted(values)}")  # fmt: skip
+    for name, types in _SETTING_TYPES.items():
+        value = values.get(name)
+        if name in values and (isinstance(value, bool) or not isinstance(value, types)):
+            raise ModelError(f"{source}: setting {name} = {value!r} has the wrong type")
+    if not all(isinstance(t, str) for t in values.get("punct_tags", [])):
+        raise ModelError(f"{source}: setting punct_tags must be a list of strings")
+    return RunSettings(**{**values, "model": validate_spec(values["model"], source)})
 
 
 def _files_from_tensors(files: Mapping[str, torch.Tensor], folder: Path) -> None:
@@ -201,34 +220,6 @@ def _tensors_from_folder(folder: Path) -> dict[str, torch.Tensor]:
         for p in sorted(folder.iterdir())
         if p.is_file()
     }
-
-
-def _instantiate(node: Mapping[str, Any], **kwargs: Any) -> Any:
-    from hydra.utils import instantiate
-
-    return instantiate(dict(node), **kwargs)
-
-
-def _transformer_from_run(node: Mapping[str, Any]) -> nn.Module:
-    """The transformer skeleton of a run's encoder node: its configuration, random weights."""
-    from transformers import AutoConfig, AutoModel
-
-    from .model.encoder import resolve_encoder_path, without_pooler
-
-    target = str(node.get("_target_", ""))
-    if target.endswith(".random_bert"):  # configuration only, as in training
-        return _instantiate(node)
-    if target.endswith(".load_pretrained"):
-        source = resolve_encoder_path(str(node["name_or_path"]))
-        try:
-            config = AutoConfig.from_pretrained(source, local_files_only=True)
-        except (OSError, ValueError) as e:
-            raise ModelError(
-                f"cannot read the configuration of encoder {node['name_or_path']!r} ({source}) "
-                f"offline; load an exported model file instead ({e})"
-            ) from None
-        return without_pooler(AutoModel.from_config(config))
-    raise ModelError(f"unknown transformer builder {target!r} in the run's encoder config")
 
 
 def _transformer_from_files(folder: Path) -> nn.Module:
@@ -256,21 +247,10 @@ def _scorer_state(path: Path, state_dict: Mapping[str, torch.Tensor]) -> dict[st
     return state
 
 
-def _run_dir_of(checkpoint: Path) -> Path:
-    """The run folder of a checkpoint: the first folder above it with ``.hydra/config.yaml``."""
-    for folder in checkpoint.resolve().parents:
-        if (folder / CONFIG_FILE).is_file():
-            return folder
-    raise ModelError(
-        f"{checkpoint}: no run config (.hydra/config.yaml) in any folder above the checkpoint; "
-        "give the run folder, or a model file from bockparse-export"
-    )
-
-
 def _run_precision(run_dir: Path, device: torch.device | str) -> str:
     """The precision a run with ``trainer.precision: auto`` used (its ``environment.json``);
     for a run without one (stopped before training), what ``auto`` gives on this machine."""
-    path = run_dir / ENVIRONMENT_FILE
+    path = run_dir / rundir.ENVIRONMENT
     try:
         precision = json.loads(path.read_text(encoding="utf-8"))["precision"]
     except FileNotFoundError:
@@ -406,15 +386,19 @@ class Parser:
         """
         path = Path(path)
         if path.is_dir():
-            if not (path / CONFIG_FILE).is_file():
-                raise ModelError(f"{path}: not a run folder (no {CONFIG_FILE})")
-            parser = cls._load_checkpoint(path / BEST_CHECKPOINT, path, device)
+            if not rundir.is_run_dir(path):
+                raise ModelError(f"{path}: not a run folder (no {rundir.CONFIG})")
+            parser = cls._load_checkpoint(path / rundir.BEST, path, device)
         else:
-            content = read_model_file(path)
+            content = load_tensors(path)
             if content.get("format") == FORMAT:
                 parser = cls._load_exported(path, content, device)
             elif "state_dict" in content:
-                parser = cls._load_checkpoint(path, _run_dir_of(path), device, content)
+                try:
+                    run_dir = rundir.run_dir_of(path)
+                except FileNotFoundError as e:
+                    raise ModelError(str(e)) from None
+                parser = cls._load_checkpoint(path, run_dir, device, content)
             else:
                 raise ModelError(
                     f"{path}: neither a bockparse model file nor a Lightning checkpoint"
@@ -435,17 +419,27 @@ class Parser:
     ) -> Parser:
         from omegaconf import OmegaConf
 
+        from .model.encoder import load_encoder_tokenizer
+
         if content is None:
-            content = read_model_file(path)
-        settings = run_settings(OmegaConf.load(run_dir / CONFIG_FILE))
+            content = load_tensors(path)
+        config = run_dir / rundir.CONFIG
+        try:
+            settings = run_settings(OmegaConf.load(config), str(config))
+        except ModelError:
+            raise
+        except Exception as e:  # a damaged YAML file: OmegaConf/yaml raise many types
+            raise ModelError(f"{config}: not a readable run config ({type(e).__name__}: "
+                             f"{str(e).splitlines()[0] if str(e) else ''})") from None  # fmt: skip
         if settings.precision == AUTO:
             settings = replace(settings, precision=_run_precision(run_dir, device))
         vocabs = _vocabs_of_checkpoint(path, content)
         wordpieces = transformer = None
-        if settings.encoder is not None:
-            tokenizer = _instantiate(settings.encoder["tokenizer"])
-            wordpieces = WordPieces(tokenizer, settings.encoder["max_length"])
-            transformer = _transformer_from_run(settings.encoder["model"]["transformer"])
+        encoder = settings.model["encoder"]
+        if encoder is not None:
+            tokenizer = load_encoder_tokenizer(encoder["tokenizer"], local_files_only=True)
+            wordpieces = WordPieces(tokenizer, encoder["max_length"])
+            transformer = build_transformer(encoder)
         metadata = {
             "condition": settings.condition,
             "decoder": settings.decoder,
@@ -454,10 +448,10 @@ class Parser:
             "checkpoint": path.name,
             "step": content.get("global_step"),
         }
-        metrics = run_dir / METRICS_FILE
+        metrics = run_dir / rundir.METRICS
         if metrics.is_file():
-            metadata["metrics"] = json.loads(metrics.read_text(encoding="utf-8"))
-        scorer = cls._scorer(settings, vocabs, transformer)
+            metadata["metrics"] = rundir.read_json(metrics)
+        scorer = build_scorer(settings.model, vocabs, transformer)
         cls._load_weights(path, scorer, _scorer_state(path, content["state_dict"]))
         return cls(scorer, vocabs, wordpieces, settings, metadata, device)
 
@@ -467,36 +461,37 @@ class Parser:
     ) -> Parser:
         from transformers import AutoTokenizer
 
-        if content.get("version") != FORMAT_VERSION:
+        version = content.get("version")
+        if version not in (1, FORMAT_VERSION):
             raise ModelError(
-                f"{path}: model file version {content.get('version')!r}; this bockparse reads "
-                f"version {FORMAT_VERSION}"
+                f"{path}: model file version {version!r}; this bockparse reads versions 1 and "
+                f"{FORMAT_VERSION}"
             )
         try:
             meta = json.loads(content["config"])
-            settings = RunSettings(**meta["settings"])
+            values = dict(meta["settings"])
+            metadata = meta["metadata"]
+            if version == 1:  # the Hydra nodes, through the same closed lookup
+                encoder = values.pop("encoder")
+                values["model"] = spec_from_config(values["model"], encoder, str(path))
+            settings = checked_settings(values, str(path))
             vocabs = Vocabs.from_dict(meta["vocabs"])
             state = content["state_dict"]
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ModelError(f"{path}: damaged model file ({e!r})") from None
+        if not isinstance(metadata, dict) or not isinstance(state, dict):
+            raise ModelError(f"{path}: damaged model file (metadata or weights not a mapping)")
         wordpieces = transformer = None
-        if settings.encoder is not None:
+        encoder = settings.model["encoder"]
+        if encoder is not None:
             with tempfile.TemporaryDirectory(prefix="bockparse-encoder-") as tmp:
-                _files_from_tensors(content["encoder_files"], Path(tmp))
+                _files_from_tensors(content.get("encoder_files", {}), Path(tmp))
                 tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
                 transformer = _transformer_from_files(Path(tmp))
-            wordpieces = WordPieces(tokenizer, settings.encoder["max_length"])
-        scorer = cls._scorer(settings, vocabs, transformer)
+            wordpieces = WordPieces(tokenizer, encoder["max_length"])
+        scorer = build_scorer(settings.model, vocabs, transformer)
         cls._load_weights(path, scorer, state)
-        return cls(scorer, vocabs, wordpieces, settings, meta["metadata"], device)
-
-    @staticmethod
-    def _scorer(settings: RunSettings, vocabs: Vocabs, transformer: nn.Module | None) -> nn.Module:
-        encoder = None
-        if transformer is not None:
-            node = {k: v for k, v in settings.encoder["model"].items() if k != "transformer"}
-            encoder = _instantiate(node, transformer=transformer)
-        return _instantiate(settings.model)(vocabs=vocabs, encoder=encoder)
+        return cls(scorer, vocabs, wordpieces, settings, metadata, device)
 
     @staticmethod
     def _load_weights(path: Path, scorer: nn.Module, state: Mapping[str, torch.Tensor]) -> None:
@@ -534,17 +529,8 @@ class Parser:
                 self.scorer.encoder.transformer.config.save_pretrained(tmp)
                 content["encoder_files"] = _tensors_from_folder(Path(tmp))
         target = Path(path)
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                torch.save(content, f)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp_name, 0o666 & ~umask)  # mkstemp's 0600 would keep the file private
-            os.replace(tmp_name, target)
-        except BaseException:
-            os.unlink(tmp_name)
-            raise
+        with rundir.atomic_path(target) as tmp:
+            torch.save(content, tmp)
         return target.stat().st_size
 
     # -- input ------------------------------------------------------------------------------
@@ -573,7 +559,7 @@ class Parser:
         if not sentences:
             return
         for field, (switch, column) in TAG_INPUTS.items():
-            if not self.settings.model.get(switch):
+            if not self.settings.model["params"].get(switch):
                 continue
             trained = set(getattr(self.vocabs, field).itos) - set(SPECIALS) - {"_"}
             given = {v for s in sentences for v in getattr(s, field)}

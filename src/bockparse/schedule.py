@@ -51,6 +51,7 @@ import lightning.pytorch as pl
 import torch
 
 from .metrics import metric_key
+from .rundir import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -295,12 +296,13 @@ def save_atomic(trainer: pl.Trainer, path: Path, *, weights_only: bool) -> int:
     Returns:
         The bytes written.
     """
-    tmp = path.with_name(path.name + ".tmp")
-    trainer.save_checkpoint(tmp, weights_only=weights_only)
     size = 0
-    if trainer.is_global_zero:
-        size = tmp.stat().st_size
-        os.replace(tmp, path)
+    if trainer.is_global_zero:  # rank 0 writes (Lightning's save_checkpoint), the others wait
+        with atomic_path(path) as tmp:
+            trainer.save_checkpoint(tmp, weights_only=weights_only)
+            size = tmp.stat().st_size
+    else:
+        trainer.save_checkpoint(path, weights_only=weights_only)  # collective; writes nothing
     trainer.strategy.barrier()
     return size
 
@@ -308,13 +310,12 @@ def save_atomic(trainer: pl.Trainer, path: Path, *, weights_only: bool) -> int:
 def link_atomic(source: Path, path: Path) -> None:
     """Make ``path`` a hard link to ``source`` (a copy where the file system has no hard
     links), replacing ``path`` atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(source, tmp)
-    except OSError:
-        shutil.copyfile(source, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.unlink()  # os.link needs the name free; the name stays ours (unique, in our folder)
+        try:
+            os.link(source, tmp)
+        except OSError:
+            shutil.copyfile(source, tmp)
 
 
 class ScheduleCallback(pl.Callback):
@@ -390,7 +391,7 @@ class ScheduleCallback(pl.Callback):
         if not self.best_of_last_path.exists():
             return
         # Resumed: a best.ckpt written after last.ckpt belongs to the lost updates.
-        step = torch.load(self.best_path, map_location="cpu", weights_only=False)["global_step"]
+        step = torch.load(self.best_path, map_location="cpu", weights_only=True)["global_step"]
         if step != module.schedule.best_step and trainer.is_global_zero:
             log.info("best.ckpt (update %d) is newer than last.ckpt: restoring the best model "
                      "of update %d", step, module.schedule.best_step)  # fmt: skip
@@ -423,7 +424,7 @@ class ScheduleCallback(pl.Callback):
             module.reset_optimizer_state(name)
             log.info("update %d: %s unfrozen (its optimiser state reset)", step, name)
         if decision.switch:
-            best = torch.load(self.best_path, map_location=module.device, weights_only=False)
+            best = torch.load(self.best_path, map_location=module.device, weights_only=True)
             module.load_state_dict(best["state_dict"])
             module.drop_stage1_state()
             log.info("update %d: stage 2 (%s); reloaded the best model of update %d",

@@ -27,9 +27,11 @@ checkpoint was trained with (:func:`check_resume`).
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -43,10 +45,13 @@ from hydra.errors import InstantiationException
 from hydra.types import RunMode
 from hydra.utils import instantiate
 from lightning.pytorch.loggers import CSVLogger, Logger
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
+from . import rundir
 from .clock import RunClock
 from .data.conllu import DataError
+from .experiments.checks import setting_problems
 from .hardware import AUTO, device_type_of, environment, resolve_precision, warn_if_emulated
 from .metrics import NAMES, metric_key
 from .module import ParserModule
@@ -95,12 +100,13 @@ def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[s
             if key not in RESUME_FREE and old.get(key) != new.get(key)]  # fmt: skip
 
 
-def check_resume(cfg: DictConfig, last: Path) -> dict[str, Any] | None:
-    """Check that ``last`` (a run's ``last.ckpt``) can continue under ``cfg``.
+def check_resume(cfg: DictConfig, last: Path) -> tuple[dict[str, Any] | None, int]:
+    """Check that ``last`` (a run's ``last.ckpt``) can continue under ``cfg``; it is read with
+    ``torch.load(weights_only=True)``, so a pickle payload is refused, never run.
 
     Returns:
-        The composed config the checkpoint was trained with (resolved), or ``None`` for a
-        checkpoint of an earlier version that saved none.
+        The composed config the checkpoint was trained with (resolved; ``None`` for a
+        checkpoint of an earlier version that saved none) and its update count.
 
     Raises:
         ResumeError: the file cannot be read or is no full training checkpoint, or the
@@ -110,7 +116,12 @@ def check_resume(cfg: DictConfig, last: Path) -> dict[str, Any] | None:
     restart = (f"start over with resume=false (its checkpoints are replaced) or delete {run_dir}, "
                "or set hydra.run.dir to a new folder")  # fmt: skip
     try:
-        checkpoint = torch.load(last, map_location="cpu", weights_only=False)
+        checkpoint = torch.load(last, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise ResumeError(f"refused to resume from {last}: it holds Python objects other than "
+                          "tensors and plain containers, and loading them could run code; a "
+                          f"bockparse checkpoint never does. Options: {restart}"
+                          ) from None  # fmt: skip
     except Exception as err:  # any unreadable file: torch raises RuntimeError, EOFError, ...
         problem = f"the file is damaged or unreadable ({type(err).__name__}: {err})"
         raise ResumeError(f"cannot resume from {last}: {problem}. Options: {restart}") from err
@@ -122,13 +133,13 @@ def check_resume(cfg: DictConfig, last: Path) -> dict[str, Any] | None:
     saved = checkpoint.get(CONFIG_KEY)
     if saved is None:
         log.warning("%s holds no config (an earlier version wrote it): resuming unchecked", last)
-        return None
+        return None, int(checkpoint.get("global_step", 0))
     differences = config_differences(saved, OmegaConf.to_container(cfg, resolve=True))
     if differences:
         raise ResumeError(f"refusing to resume from {last}: the config differs from the one it "
                           "was trained with in " + "; ".join(differences) + ". Undo these "
                           f"overrides to resume, or {restart}")  # fmt: skip
-    return saved
+    return saved, int(checkpoint.get("global_step", 0))
 
 
 def resolve_run_precision(cfg: DictConfig, saved: dict[str, Any] | None = None) -> str:
@@ -156,18 +167,33 @@ _PACKAGED_CONF = Path(__file__).resolve().parent / "conf"
 CONF_DIR = str(_PACKAGED_CONF if _PACKAGED_CONF.is_dir() else _PACKAGED_CONF.parents[2] / "conf")
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as JSON through a temporary file and a rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+def _csv_logger(run_dir: Path, resumed_step: int | None) -> CSVLogger:
+    """Lightning's CSV logger on ``<run>/csv/metrics.csv``; resumed, it keeps the rows up to
+    the resumed update (Lightning's writer would delete the file) and appends after them."""
+    path = run_dir / rundir.CSV
+    kept: list[dict[str, str]] = []
+    header: list[str] = []
+    if resumed_step is not None and path.is_file():
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            header = list(reader.fieldnames or [])
+            kept = [row for row in reader if int(float(row.get("step") or 0)) <= resumed_step]
+    logger = CSVLogger(save_dir=str(run_dir), name="csv", version="")
+    if header:
+        writer = logger.experiment  # created now: it removes the old file ...
+        with rundir.atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
+            out = csv.DictWriter(f, fieldnames=header)
+            out.writeheader()
+            out.writerows(kept)  # ... which comes back with the rows before the resumed update
+        writer.metrics_keys = header
+    return logger
 
 
-def make_loggers(cfg: DictConfig, run_dir: Path) -> list[Logger]:
+def make_loggers(cfg: DictConfig, run_dir: Path, resumed_step: int | None = None) -> list[Logger]:
     """The CSV logger, and W&B unless disabled or unavailable (never fatal)."""
     loggers: list[Logger] = []
     if cfg.logger.csv:
-        loggers.append(CSVLogger(save_dir=str(run_dir), name="csv", version=""))
+        loggers.append(_csv_logger(run_dir, resumed_step))
     wb = cfg.logger.wandb
     if not wb.enabled:
         return loggers
@@ -253,7 +279,7 @@ def evaluate(
     result: dict[str, float] = {}
     for stage, evaluate_stage in (("val", trainer.validate), ("test", trainer.test)):
         evaluate_stage(module, datamodule=datamodule, ckpt_path=str(checkpoint))
-        path = run_dir / "predictions" / f"{stage}.conllu"
+        path = rundir.predictions(run_dir, stage)
         module.write_predictions(stage, path)
         result.update({metric_key(stage, n): module.scores[stage][n] for n in NAMES})
         scores = ", ".join(f"{n.upper()} {module.scores[stage][n]:.2f}" for n in NAMES)
@@ -261,23 +287,42 @@ def evaluate(
     return result
 
 
+class SettingsError(ValueError):
+    """A setting that cannot work (:func:`bockparse.experiments.checks.setting_problems`)."""
+
+
 def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """Train, select, evaluate and write the outputs of one run; returns ``metrics.json``.
 
+    The settings are checked first; then the run folder is locked for this process
+    (:class:`bockparse.rundir.RunLock`; under DDP by rank 0).
+
     Raises:
+        SettingsError: a setting that cannot work, all named.
+        bockparse.rundir.RunLocked: another live process trains in ``run_dir``.
         ResumeError: ``resume=true`` and ``last.ckpt`` cannot continue under ``cfg``.
     """
-    ckpt_dir = run_dir / "checkpoints"
-    done = run_dir / "metrics.json"
+    if problems := setting_problems(cfg):
+        raise SettingsError("; ".join(problems))
+    if getattr(rank_zero_only, "rank", 0) != 0:  # rank 0's process holds the lock
+        return _run(cfg, run_dir)
+    with rundir.RunLock(run_dir):
+        return _run(cfg, run_dir)
+
+
+def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    """:func:`run` once the settings are checked and the folder is locked."""
+    ckpt_dir = run_dir / rundir.CHECKPOINTS
+    done = run_dir / rundir.METRICS
     if cfg.resume and done.exists():
         log.info("%s is finished (%s exists): nothing to resume; resume=false trains it again",
                  run_dir, done)  # fmt: skip
-        return json.loads(done.read_text(encoding="utf-8"))
+        return rundir.read_json(done)
     callback = ScheduleCallback(ckpt_dir, **cfg.optim.last_checkpoint)
     resume = callback.last_path if cfg.resume and callback.last_path.exists() else None
     if cfg.resume and resume is None:
         log.warning("resume=true but %s does not exist: starting afresh", callback.last_path)
-    saved = check_resume(cfg, resume) if resume is not None else None
+    saved, resumed_step = check_resume(cfg, resume) if resume is not None else (None, None)
     precision_reason = resolve_run_precision(cfg, saved)
     log_choices(cfg, run_dir)
     if resume is not None:
@@ -286,7 +331,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         torch.set_num_threads(cfg.torch_threads)
     pl.seed_everything(cfg.seed, workers=True)
     datamodule, module = build(cfg, run_dir)
-    loggers = make_loggers(cfg, run_dir)
+    loggers = make_loggers(cfg, run_dir, resumed_step)
     clock = RunClock()  # before the schedule callback: see bockparse.clock
     trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
                                       callbacks=[clock, callback, SaveConfig(cfg)],
@@ -295,10 +340,10 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     # validation loop); dev evaluations here only decode and count, so inference mode is safe.
     trainer.fit_loop.epoch_loop.val_loop.inference_mode = cfg.trainer.inference_mode
     if trainer.is_global_zero:
-        write_json_atomic(run_dir / "environment.json",
+        rundir.write_json(run_dir / rundir.ENVIRONMENT,
                           environment(cfg.trainer.precision, precision_reason))  # fmt: skip
     start = time.perf_counter()
-    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
     train_seconds = time.perf_counter() - start
     if module.trace is not None:
         module.trace.close()
@@ -335,8 +380,8 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     log.info("wall time: %s", ", ".join(f"{k} {v:.1f} s" for k, v in timing.items()
                                          if isinstance(v, float)))  # fmt: skip
     if trainer.is_global_zero:
-        write_json_atomic(run_dir / "timing.json", timing)
-        write_json_atomic(done, result)
+        rundir.write_json(run_dir / rundir.TIMING, timing)
+        rundir.write_json(done, result)
         log.info("metrics in %s; checkpoints in %s", done, ckpt_dir)
     return result
 
@@ -346,7 +391,8 @@ def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         result = run(cfg, run_dir)
-    except (DataError, FloatingPointError, InstantiationException, ResumeError) as err:
+    except (DataError, FloatingPointError, InstantiationException, ResumeError, SettingsError,
+            rundir.RunLocked) as err:  # fmt: skip
         # A bad data file or setting surfaces from instantiate() as the exception's cause.
         if isinstance(err, InstantiationException) and not isinstance(err.__cause__, DataError):
             raise

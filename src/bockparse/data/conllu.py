@@ -19,7 +19,6 @@ from __future__ import annotations
 import gzip
 import logging
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,8 @@ from typing import Literal
 
 from conllu.exceptions import ParseException
 from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
+
+from ..rundir import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -438,21 +439,6 @@ def format_sentence(
                 cols[DEPREL_COLUMN] = rels[i]
             lines[k] = "\t".join(cols)
     return "\n".join(lines) + "\n\n"
-
-
-def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
-    """Write ``text`` (as UTF-8 if a ``str``; bytes as they are) to ``path`` through a
-    temporary file and ``os.replace``."""
-    target = Path(path)
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def write_conllu(

@@ -17,7 +17,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from .conllu import DataError, Sentence, write_atomic
+from ..rundir import write_atomic
+from .conllu import DataError, Sentence
 
 PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
 PAD_INDEX, UNK_INDEX, ROOT_INDEX = 0, 1, 2

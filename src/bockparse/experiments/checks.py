@@ -1,5 +1,9 @@
 """Checks run by Hydra before any training job starts (``hydra.callbacks`` in ``conf/train.yaml``).
 
+:func:`setting_problems` refuses settings that would fail or never end only after start-up
+work (``optim.max_steps=0`` trained forever, ``optim.eval_every=0`` divided by zero, a
+non-integer seed, a negative batch size), one line each.
+
 Most treebanks are not shipped: the licensed ones (``data=ptb``, ``ctb``) have their files as
 required settings (``???``), and the full UD ones (``data=ud-english-ewt``, ``ud-chinese-gsd``)
 live under the folder named by the environment variable :data:`DATA_ENV`. :class:`RequireData`
@@ -75,6 +79,34 @@ def data_problems(data: DictConfig, skip: Iterable[str] = ()) -> list[str]:
     return problems
 
 
+# Integer settings and their least value, with what they mean.
+INTEGER_SETTINGS = {
+    "seed": (0, "the run seed"),
+    "optim.max_steps": (1, "the most updates"),
+    "optim.eval_every": (1, "updates between dev evaluations"),
+    "data.batch_size": (1, "words per batch"),
+    "data.min_word_freq": (1, "the rarest training word kept"),
+    "data.max_word_chars": (1, "characters per word"),
+    "data.num_workers": (0, "data loader processes"),
+    "torch_threads": (1, "torch's CPU threads, or null"),
+}
+
+
+def setting_problems(config: DictConfig) -> list[str]:
+    """One line per setting of :data:`INTEGER_SETTINGS` that is not an integer at least its
+    least value (``null`` where the config allows it is fine); empty when all are."""
+    problems = []
+    for key, (least, meaning) in INTEGER_SETTINGS.items():
+        if OmegaConf.select(config, key, default=None, throw_on_missing=False) is None:
+            continue
+        value = OmegaConf.select(config, key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"{key}={value!r}: must be an integer ({meaning})")
+        elif value < least:
+            problems.append(f"{key}={value}: must be at least {least} ({meaning})")
+    return problems
+
+
 def swept_keys(config: DictConfig) -> set[str]:
     """Keys that a multirun sets per job: ``hydra.sweeper.params`` and sweep overrides."""
     keys = set((OmegaConf.select(config, "hydra.sweeper.params") or {}).keys())
@@ -102,8 +134,13 @@ def _stop(config: DictConfig, problems: list[str]) -> None:
     )
 
 
+def _stop_settings(problems: list[str]) -> None:
+    sys.exit("bockparse-train: " + "; ".join(problems))
+
+
 class RequireData(Callback):
-    """Stop before training when a data file is not given or does not exist.
+    """Stop before training when a setting is invalid (:func:`setting_problems`) or a data
+    file is not given or does not exist.
 
     Runs once per ``bockparse-train`` call: at the start of a single run, or of a multirun
     before any job is launched (splits set per job by the sweep are left to the jobs). Each job
@@ -113,6 +150,8 @@ class RequireData(Callback):
     """
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if problems := setting_problems(config):
+            _stop_settings(problems)
         problems = data_problems(config.data)
         if problems:
             _stop(config, problems)
@@ -126,6 +165,8 @@ class RequireData(Callback):
             _stop(config, problems)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if problems := setting_problems(config):
+            _stop_settings(problems)
         problem = root_problem(config.data)
         if problem is not None:
             _stop(config, [problem])

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..data.conllu import write_atomic
+from ..rundir import write_atomic
 from .runs import METRICS_FILE, discover
 
 SMALL = (

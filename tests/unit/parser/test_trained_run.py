@@ -75,7 +75,9 @@ def test_model_file_is_slim_and_predicts_exactly_as_the_checkpoint(smoke_run, ex
     run = meta["metadata"]
     assert (run["condition"], run["decoder"], run["seed"]) == ("hinge-bock", "bock", 1111)
     assert run["metrics"]["best_step"] == 2 and "test/las" in run["metrics"]
-    assert meta["settings"]["model"]["use_upos"] is False
+    assert meta["settings"]["model"]["kind"] == "biaffine" and content["version"] == 2
+    assert meta["settings"]["model"]["params"]["use_upos"] is False
+    assert "_target_" not in json.dumps(meta)  # data: no class or function names
     assert all(isinstance(v, torch.Tensor) for v in content["state_dict"].values())
 
     from_ckpt = Parser.load(smoke_run / "checkpoints" / "best.ckpt").predict(TEST)
@@ -137,11 +139,11 @@ def test_bad_model_paths_are_clear_errors(smoke_run, tmp_path):
     with pytest.raises(ModelError, match="not a run folder"):
         Parser.load(tmp_path)
     (tmp_path / "text.pt").write_text("hello")
-    with pytest.raises(ModelError, match="not a bockparse model or checkpoint"):
+    with pytest.raises(ModelError, match="text.pt: not a model file"):
         Parser.load(tmp_path / "text.pt")
     lone = tmp_path / "lone.ckpt"  # a checkpoint outside its run folder
     lone.write_bytes((smoke_run / "checkpoints" / "best.ckpt").read_bytes())
-    with pytest.raises(ModelError, match=r"no run config \(.hydra/config.yaml\)"):
+    with pytest.raises(ModelError, match=r"not in a run folder's checkpoints/"):
         Parser.load(lone)
 
 
@@ -159,7 +161,8 @@ def test_run_settings_read_a_condition_group_or_top_level_keys(smoke_run):
     settings = run_settings(OmegaConf.create(flat))
     assert run_settings(OmegaConf.create(grouped)) == settings
     assert (settings.condition, settings.decoder, settings.seed) == ("hinge-bock", "bock", 1111)
-    assert settings.encoder["max_length"] == 32 and settings.model["use_upos"] is False
+    assert settings.model["encoder"]["max_length"] == 32
+    assert settings.model["params"]["use_upos"] is False
     assert settings.batch_size == 400 and settings.punct_tags == ["PUNCT"]
 
 

@@ -1,0 +1,192 @@
+"""The run folder: its layout, its one atomic writer, and its training lock.
+
+A ``bockparse-train`` run folder (Hydra's ``hydra.run.dir``) holds::
+
+    .hydra/config.yaml   the composed config (Hydra writes it)      CONFIG
+    train.log            the run's log (Hydra's job logging)        TRAIN_LOG
+    environment.json     versions, CPU/GPU, the precision chosen    ENVIRONMENT
+    checkpoints/         best.ckpt (weights), last.ckpt (full state), best-of-last.ckpt
+    predictions/         val.conllu, test.conllu
+    csv/metrics.csv      the logged curve
+    timing.json          wall time by part                          TIMING
+    metrics.json         the scores, written last: the run is done  METRICS
+    train.lock           while a training process owns the folder   LOCK
+
+A folder is a run folder by this layout alone (:func:`is_run_dir`, :func:`run_dir_of`): never by
+searching the folders above a file, so a file planted above a downloaded run is never read.
+
+Every file a run writes goes through :func:`write_atomic` / :func:`atomic_path`: a temporary
+file created with ``O_EXCL`` beside the target (never a fixed ``*.tmp`` name that a planted
+symlink could redirect), given the permissions the umask allows, then renamed over the target,
+which replaces a symlink there rather than following it. Standard library only (the light
+install uses it for CoNLL-U output).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+CONFIG = Path(".hydra") / "config.yaml"
+HYDRA = Path(".hydra") / "hydra.yaml"
+OVERRIDES = Path(".hydra") / "overrides.yaml"
+TRAIN_LOG = "train.log"
+ENVIRONMENT = "environment.json"
+TIMING = "timing.json"
+METRICS = "metrics.json"
+CSV = Path("csv") / "metrics.csv"
+CHECKPOINTS = "checkpoints"
+BEST = Path(CHECKPOINTS) / "best.ckpt"
+LAST = Path(CHECKPOINTS) / "last.ckpt"
+PREDICTIONS = "predictions"
+LOCK = "train.lock"
+
+
+def predictions(run_dir: str | os.PathLike, stage: str) -> Path:
+    """``<run_dir>/predictions/<stage>.conllu`` (``stage``: ``val`` or ``test``)."""
+    return Path(run_dir) / PREDICTIONS / f"{stage}.conllu"
+
+
+def is_run_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a run folder: a directory with its composed config."""
+    return (Path(path) / CONFIG).is_file()
+
+
+def run_dir_of(checkpoint: str | os.PathLike) -> Path:
+    """The run folder of a checkpoint at ``<run>/checkpoints/<name>.ckpt``.
+
+    Raises:
+        FileNotFoundError: the checkpoint does not sit in a run folder's ``checkpoints/``
+            (the message says what to give instead).
+    """
+    path = Path(checkpoint)
+    run_dir = path.parent.parent
+    if path.parent.name != CHECKPOINTS or not is_run_dir(run_dir):
+        raise FileNotFoundError(
+            f"{path}: not in a run folder's {CHECKPOINTS}/ (no {run_dir / CONFIG}); give the "
+            "run folder, or a model file from bockparse-export"
+        )
+    return run_dir
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """A fresh temporary path beside ``path`` to write; renamed over ``path`` when the block
+    ends normally, removed when it raises (nothing partial is left).
+
+    The temporary file is created with ``O_EXCL`` (``tempfile.mkstemp``) in the target's
+    folder and gets the permissions the umask allows (``0o666 & ~umask``), as a plain
+    ``open`` would give; the rename replaces a symlink at ``path`` instead of following it.
+    """
+    target = Path(path)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+    """Write ``data`` (as UTF-8 if a ``str``) to ``path`` through :func:`atomic_path`."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(payload)
+
+
+def write_json(path: str | os.PathLike, data: Any) -> None:
+    """``data`` as indented, key-sorted JSON, atomically."""
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON content of ``path`` (``FileNotFoundError`` when absent)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+class RunLocked(Exception):
+    """Another live process is training in this run folder."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+class RunLock:
+    """One training at a time per run folder: ``<run>/train.lock`` holds the owner's pid.
+
+    Taken with ``O_CREAT | O_EXCL``; a lock whose process is gone (killed, machine restarted)
+    is taken over; released (the file removed) on exit.
+
+    Raises:
+        RunLocked: on entering, when a live process holds the lock.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike) -> None:
+        self.path = Path(run_dir) / LOCK
+
+    def _create(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+        return True
+
+    def owner(self) -> int | None:
+        """The pid in the lock file, or ``None`` (no lock, or not a pid)."""
+        try:
+            text = self.path.read_text(encoding="utf-8").strip()
+        except (FileNotFoundError, OSError):
+            return None
+        return int(text) if text.isdigit() else None
+
+    def __enter__(self) -> RunLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(3):
+            if self._create():
+                return self
+            pid = self.owner()
+            if pid is not None and pid != os.getpid() and _alive(pid):
+                raise RunLocked(
+                    f"{self.path.parent} is being trained by process {pid} (lock {self.path}); "
+                    "wait for it, or give another hydra.run.dir"
+                )
+            with contextlib.suppress(FileNotFoundError):  # stale: its owner is gone
+                self.path.unlink()
+        raise RunLocked(f"{self.path}: could not take the lock (another process races for it)")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owner() == os.getpid():
+            self.path.unlink(missing_ok=True)
+
+
+def describe_os_error(err: OSError, path: str | os.PathLike) -> str:
+    """One line for a failed write to ``path``, naming it (never a temporary file)."""
+    reasons = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "file too large",
+               errno.EDQUOT: "disk quota exceeded", errno.EACCES: "permission denied",
+               errno.EROFS: "read-only file system", errno.ENOENT: "no such folder"}  # fmt: skip
+    return f"cannot write {path}: {reasons.get(err.errno, err.strerror or str(err))}"
