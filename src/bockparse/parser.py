@@ -545,7 +545,9 @@ class Parser:
                 model uses and the input lacks.
         """
         if isinstance(data, str | os.PathLike):
-            sentences = read_conllu(data, single_root=True, on_malformed="error", trees=False)
+            sentences = read_conllu(
+                data, single_root=True, on_malformed="error", trees=False, skip_option=None
+            )
             source = str(data)
         else:
             sentences = [s if isinstance(s, Sentence) else _words(i, s) for i, s in enumerate(data)]
@@ -722,7 +724,7 @@ class Parser:
             DataError: a malformed gold file (``FILE:LINE: reason``).
             ValueError: an unknown decoder or exclusion.
         """
-        gold = read_conllu(path, single_root=False, on_malformed="error")
+        gold = read_conllu(path, single_root=False, on_malformed="error", skip_option=None)
         self._check_tags(gold, str(path))
         total = torch.zeros(len(COUNTS), dtype=torch.long)
         base_of = self._base_of.to(self.device)

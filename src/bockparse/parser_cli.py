@@ -1,20 +1,24 @@
 """``bockparse-predict``, ``bockparse-evaluate`` and ``bockparse-export``: a trained parser
 (:class:`bockparse.parser.Parser`) from the command line.
 
-Each prints ``PROGRAM: problem`` on standard error and exits with status 1 on a bad model, input
-or setting; no output file is written then (outputs are written atomically, when complete).
+Each prints ``PROGRAM: problem`` on standard error, one line, and exits with status 1 on a bad
+model, input, setting or a failed write (naming the output, never a temporary file), and with
+130 on Ctrl-C; no output file is written then (outputs are written atomically, when complete).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .data.conllu import DataError
 from .metrics import add_punct_argument, format_scores
+from .rundir import describe_os_error
 
 PROGRESS_SECONDS = 5.0  # at most one progress line per this many seconds
 
@@ -37,9 +41,39 @@ def _parser_class(program: str):
     return Parser
 
 
-def _fail(program: str, err: Exception) -> int:
-    print(f"{program}: {err}", file=sys.stderr)
+def _fail(program: str, err: Exception | str) -> int:
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    rest = str(err).splitlines()[1:]
+    print(f"{program}: {first}", file=sys.stderr)
+    for line in rest:  # a DataError's listed problems, each FILE:LINE: reason
+        print(line, file=sys.stderr)
     return 1
+
+
+def _interrupted(program: str) -> int:
+    print(f"{program}: interrupted; nothing written", file=sys.stderr)
+    return 130
+
+
+def output_problem(out: str | os.PathLike, *inputs: str | os.PathLike) -> str | None:
+    """Why ``out`` cannot be written (it is one of ``inputs``, a folder, or its folder is
+    missing or not writable), or ``None``; checked before any work."""
+    target = Path(out)
+    for given in inputs:
+        if Path(given).exists() and target.exists() and os.path.samefile(given, target):
+            return f"--out {out} is the input {given}: give another file"
+    if target.is_dir():
+        return f"--out {out} is a folder: give a file name"
+    folder = target.parent
+    if not folder.is_dir():
+        return f"cannot write {out}: no folder {folder}"
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".probe")
+    except OSError as err:
+        return describe_os_error(err, out)
+    os.close(fd)
+    os.unlink(probe)
+    return None
 
 
 def _model_argument(parser: argparse.ArgumentParser) -> None:
@@ -97,6 +131,8 @@ def predict(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from .data.conllu import write_conllu
 
+    if problem := output_problem(args.out, args.input, args.model):
+        return _fail(parser.prog, problem)
     Parser = _parser_class(parser.prog)
     try:
         model = Parser.load(args.model, precision=args.precision)
@@ -106,9 +142,16 @@ def predict(argv: Sequence[str] | None = None) -> int:
             sentences, args.decoder, args.batch_size, progress=_progress(sys.stderr)
         )
         seconds = time.perf_counter() - start
-        write_conllu(args.out, parsed)
     except (DataError, ValueError, OSError) as err:
         return _fail(parser.prog, err)
+    except KeyboardInterrupt:
+        return _interrupted(parser.prog)
+    try:
+        write_conllu(args.out, parsed)
+    except OSError as err:
+        return _fail(parser.prog, describe_os_error(err, args.out))
+    except KeyboardInterrupt:
+        return _interrupted(parser.prog)
     words = sum(len(s) for s in parsed)
     print(
         f"{len(parsed):,} sentences, {words:,} words in {seconds:.2f} s: "
@@ -136,6 +179,8 @@ def evaluate(argv: Sequence[str] | None = None) -> int:
         )
     except (DataError, ValueError, OSError) as err:
         return _fail(parser.prog, err)
+    except KeyboardInterrupt:
+        return _interrupted(parser.prog)
     print(format_scores(result))
     return 0
 
@@ -150,10 +195,20 @@ def export(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run", help="a run folder (its best.ckpt) or a checkpoint of a run")
     parser.add_argument("--out", required=True, help="the model file to write (e.g. model.pt)")
     args = parser.parse_args(argv)
+    if problem := output_problem(args.out, args.run):
+        return _fail(parser.prog, problem)
     Parser = _parser_class(parser.prog)
     try:
-        size = Parser.load(args.run).save(args.out)
+        model = Parser.load(args.run)
     except (DataError, ValueError, OSError) as err:
         return _fail(parser.prog, err)
+    except KeyboardInterrupt:
+        return _interrupted(parser.prog)
+    try:
+        size = model.save(args.out)
+    except OSError as err:
+        return _fail(parser.prog, describe_os_error(err, args.out))
+    except KeyboardInterrupt:
+        return _interrupted(parser.prog)
     print(f"{args.out}: {size / 2**20:.1f} MiB (from {Path(args.run)})")
     return 0

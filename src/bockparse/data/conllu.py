@@ -353,7 +353,12 @@ def _word_line_count(sentence: Sentence) -> int:
 
 
 def read_conllu(
-    path: str | os.PathLike, *, single_root: bool, on_malformed: OnMalformed, trees: bool = True
+    path: str | os.PathLike,
+    *,
+    single_root: bool,
+    on_malformed: OnMalformed,
+    trees: bool = True,
+    skip_option: str | None = "data.on_malformed=skip",
 ) -> list[Sentence]:
     """Read a CoNLL-U file for parsing, applying the malformed-data policy.
 
@@ -364,6 +369,8 @@ def read_conllu(
             each problem (WARNING on ``bockparse.data.conllu``) and drops the sentences that
             have one, then logs the total of sentences and words dropped.
         trees: as :func:`parse_conllu` (``False``: unparsed text, HEAD and DEPREL ignored).
+        skip_option: the caller's setting that drops bad sentences, suggested in the error;
+            ``None`` where the caller has none (the error then only says to fix the file).
 
     Returns:
         The valid sentences, in file order.
@@ -386,11 +393,11 @@ def read_conllu(
             more = (
                 f"\n... and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
             )
-            raise DataError(
-                f"{name}: {len(problems)} problem(s) (fix the file, or set on_malformed: skip "
-                f"to drop the sentences that have one):\n{shown}{more}",
-                problems,
-            )
+            advice = "fix the file"
+            if skip_option is not None:
+                advice += f", or set {skip_option} to drop the sentences that have one"
+            raise DataError(f"{name}: {len(problems)} problem(s) ({advice}):\n{shown}{more}",
+                            problems)  # fmt: skip
     else:
         for problem in file_problems:
             log.warning("%s", problem)

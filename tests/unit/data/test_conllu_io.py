@@ -74,9 +74,10 @@ def test_error_mode_raises_with_the_problem_listed(fixtures: Path, name: str) ->
     with pytest.raises(DataError) as info:
         read(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: 1 problem(s) (fix the file, or set on_malformed: skip")
+    assert message.startswith(
+        f"{path}: 1 problem(s) (fix the file, or set data.on_malformed=skip to drop"
+    )
     assert f"\n{path}:{line}: {reason}" in message
-    assert "on_malformed: skip" in message
     assert info.value.problems == [Problem(str(path), line, reason)]
 
 
@@ -233,3 +234,11 @@ def test_write_is_atomic(fixtures: Path, tmp_path: Path, monkeypatch: pytest.Mon
     write_conllu(out, sentences)
     assert out.read_bytes() == (fixtures / "valid" / "basic.conllu").read_bytes()
     assert [p.name for p in tmp_path.iterdir()] == ["out.conllu"]
+
+
+def test_a_reader_without_a_skip_option_only_says_to_fix_the_file(fixtures: Path) -> None:
+    path = fixtures / "malformed" / f"{sorted(set(MALFORMED) - FILE_LEVEL)[0]}.conllu"
+    with pytest.raises(DataError) as info:
+        read_conllu(path, single_root=True, on_malformed="error", skip_option=None)
+    assert str(info.value).startswith(f"{path}: 1 problem(s) (fix the file):")
+    assert "on_malformed" not in str(info.value)

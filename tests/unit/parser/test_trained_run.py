@@ -139,7 +139,7 @@ def test_bad_model_paths_are_clear_errors(smoke_run, tmp_path):
     with pytest.raises(ModelError, match="not a run folder"):
         Parser.load(tmp_path)
     (tmp_path / "text.pt").write_text("hello")
-    with pytest.raises(ModelError, match="text.pt: not a model file"):
+    with pytest.raises(ModelError, match=r"text\.pt: not a model file"):
         Parser.load(tmp_path / "text.pt")
     lone = tmp_path / "lone.ckpt"  # a checkpoint outside its run folder
     lone.write_bytes((smoke_run / "checkpoints" / "best.ckpt").read_bytes())
