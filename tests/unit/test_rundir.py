@@ -109,8 +109,10 @@ def test_the_command_line_refuses_a_bad_setting_in_one_line(tmp_path):
         cwd=Path(CONF_DIR).parent, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert out.returncode == 1
-    assert out.stderr.strip().splitlines()[-1].startswith(
-        "bockparse-train: optim.eval_every=0: must be at least 1"
+    assert (
+        out.stderr.strip()
+        .splitlines()[-1]
+        .startswith("bockparse-train: optim.eval_every=0: must be at least 1")
     )
     assert "Traceback" not in out.stderr
 

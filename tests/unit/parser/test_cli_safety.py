@@ -38,7 +38,9 @@ def test_the_output_is_checked_before_any_work(tmp_path, capsys, never_loaded):
     data = tmp_path / "in.conllu"
     shutil.copy(TEST, data)
     assert predict_cli(["model.pt", str(data), "--out", str(data)]) == 1
-    assert _line(capsys) == f"bockparse-predict: --out {data} is the input {data}: give another file"
+    assert (
+        _line(capsys) == f"bockparse-predict: --out {data} is the input {data}: give another file"
+    )
     assert data.read_bytes() == TEST.read_bytes()
     missing = tmp_path / "no" / "such" / "out.conllu"
     assert predict_cli(["model.pt", str(data), "--out", str(missing)]) == 1
