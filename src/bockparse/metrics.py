@@ -232,6 +232,24 @@ def rates(counts: np.ndarray | torch.Tensor) -> dict[str, float]:
     }
 
 
+def first_difference(gold_path: str, gold: Sentence, pred_path: str, pred: Sentence) -> str:
+    """Where two tokenisations of a sentence part: the first differing word, with both files'
+    lines (or the word one of them lacks)."""
+    for i, (g, p) in enumerate(zip(gold.forms, pred.forms, strict=False)):
+        if g != p:
+            where, there = pred.line + pred.word_lines[i], gold.line + gold.word_lines[i]
+            return (f"{pred_path}:{where}: word {i + 1} is {p!r} but {gold_path}:{there} has "
+                    f"{g!r}: the words differ")  # fmt: skip
+    i = min(len(gold), len(pred))
+    if len(gold) > i:
+        longer, path, other = gold, gold_path, pred_path
+    else:
+        longer, path, other = pred, pred_path, gold_path
+    return (f"{path}:{longer.line + longer.word_lines[i]}: word {i + 1} {longer.forms[i]!r} has "
+            f"no counterpart in {other} (sentence of {len(pred)} words in {pred_path}, "
+            f"{len(gold)} in {gold_path})")  # fmt: skip
+
+
 def evaluate_files(gold_path: str, pred_path: str, exclude_punct: str | None = None) -> dict:
     """UAS/LAS/LCM of a prediction file against its gold file.
 
@@ -250,10 +268,7 @@ def evaluate_files(gold_path: str, pred_path: str, exclude_punct: str | None = N
         raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")
     for g, p in zip(gold, pred, strict=True):
         if g.forms != p.forms:
-            raise DataError(
-                f"{pred_path}:{p.line}: the words differ from {gold_path}:{g.line} "
-                f"({len(p)} words against {len(g)})"
-            )
+            raise DataError(first_difference(gold_path, g, pred_path, p))
     total = sentence_counts(gold, [p.heads for p in pred], [p.rels for p in pred], exclude_punct)
     return {**rates(total), **dict(zip(COUNTS, total.tolist(), strict=True))}
 

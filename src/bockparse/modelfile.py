@@ -59,6 +59,10 @@ class ModelError(DataError):
     """A model path or file is unusable (missing, not a model, or refused as unsafe)."""
 
 
+class UnsafeFileError(ModelError):
+    """A file refused because loading it could run code (a pickle payload)."""
+
+
 def model_kinds() -> dict[str, type[nn.Module]]:
     """The scorer classes a model file may name (imported here, never from a file)."""
     from .model.scorer import BiaffineScorer
@@ -85,7 +89,7 @@ def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
     except pickle.UnpicklingError as e:
         if "GLOBAL" not in str(e):  # not a foreign object: damaged bytes
             raise ModelError(f"{path}: not a model file (damaged)") from None
-        raise ModelError(
+        raise UnsafeFileError(
             f"{path}: refused: the file holds Python objects other than tensors and plain "
             "containers, and loading them could run code from it (weights_only). Export trusted "
             "runs with bockparse-export."

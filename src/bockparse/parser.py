@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -62,6 +63,12 @@ from .modelfile import (
     validate_spec,
 )
 from .predict import predict_trees
+
+log = logging.getLogger("bockparse.parser")
+
+# Sentences longer than this (words) are parsed with a warning: arc scores and exact decoding
+# are quadratic in the length (memory) and worse (time); see README, "Use a trained parser".
+LONG_SENTENCE_WORDS = 1000
 
 FORMAT = "bockparse-model"
 FORMAT_VERSION = 2  # 2: settings.model is the closed schema's spec; 1: Hydra nodes (read too)
@@ -337,6 +344,8 @@ class Parser:
         relations: the relation labels, the scorer's ``R`` classes in order.
         precision: the Lightning precision predictions run in, the run's
             (``settings.precision``) unless set (``"32-true"``: fp32).
+        long_sentence_words: inputs with longer sentences are parsed with a warning (memory
+            grows with the square of a sentence's length); ``None``: no warning.
     """
 
     def __init__(
@@ -350,6 +359,7 @@ class Parser:
     ) -> None:
         self.scorer = scorer.to(device).eval()
         self.precision = settings.precision
+        self.long_sentence_words: int | None = LONG_SENTENCE_WORDS
         self.vocabs = vocabs
         self.wordpieces = wordpieces
         self.settings = settings
@@ -553,7 +563,20 @@ class Parser:
             sentences = [s if isinstance(s, Sentence) else _words(i, s) for i, s in enumerate(data)]
             source = "the input"
         self._check_tags(sentences, source)
+        self._warn_long(sentences, source)
         return sentences
+
+    def _warn_long(self, sentences: Sequence[Sentence], source: str) -> None:
+        """Warn once when sentences exceed :attr:`long_sentence_words` (parsed all the same)."""
+        limit = self.long_sentence_words
+        long = [s for s in sentences if limit is not None and len(s) > limit]
+        if long:
+            longest = max(long, key=len)
+            log.warning("%s: %d sentence(s) longer than %d words (the longest, %d words, at line "
+                        "%d): each takes memory quadratic in its length (its N x N arc scores "
+                        "and the decoder's matrices) and more time; they are parsed whole, never "
+                        "truncated",
+                        source, len(long), limit, len(longest), longest.line)  # fmt: skip
 
     def _check_tags(self, sentences: Sequence[Sentence], source: str) -> None:
         """A tag input the model uses must be in the input: not ``_`` on every word, unless

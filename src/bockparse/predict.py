@@ -4,9 +4,9 @@ Every prediction of bockparse goes through here: the module's development and te
 decoder substitution of :mod:`bockparse.experiments.substitute`, and (for the relations) the
 transition parser. Heads come from a registry decoder under the single-root constraint
 (:func:`decode_heads`); each word's relation is the best one at its predicted head
-(:func:`relations_at_heads`). Both stay ``[B, N]`` tensors from the decoder pool to the
-metrics; nothing goes through per-sentence lists. No Lightning here, so that a parser loaded
-outside training predicts with exactly the code that evaluated it.
+(:func:`best_relations`, scored at the heads alone). Both stay ``[B, N]`` tensors from the
+decoder pool to the metrics; nothing goes through per-sentence lists. No Lightning here, so
+that a parser loaded outside training predicts with exactly the code that evaluated it.
 """
 
 from __future__ import annotations
@@ -123,28 +123,26 @@ def decode_canonical(
     return canonical
 
 
-def relations_at_heads(rel: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:
+def best_relations(at_head: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:
     """Each word's best relation on the arc from its predicted head.
 
     Args:
-        rel: float ``[B, N, N, R]``, ``rel[b, h, d, r]``.
+        at_head: float ``[B, N, R]``, the relation scores of the arcs ``heads[b, d] -> d``
+            (:meth:`bockparse.model.outputs.ParserScores.rel_at_heads`).
         heads: int64 ``[B, N]``, ``-1`` at ROOT and padding.
 
     Returns:
-        int64 ``[B, N]`` relation ids ``argmax_r rel[b, heads[b, d], d, r]``; ``-1`` where
-        ``heads`` is ``-1``.
+        int64 ``[B, N]`` relation ids ``argmax_r at_head[b, d, r]``; ``-1`` where ``heads`` is
+        ``-1``.
     """
-    R = rel.shape[-1]
-    index = heads.clamp(min=0)[:, None, :, None].expand(-1, 1, -1, R)  # [B, 1, N, R]
-    at_head = rel.detach().gather(1, index).squeeze(1)  # [B, N, R]
-    return at_head.argmax(dim=-1).masked_fill(heads < 0, -1)
+    return at_head.detach().argmax(dim=-1).masked_fill(heads < 0, -1)
 
 
 def predict_trees(
     scores: ParserScores, lengths: torch.Tensor, decoder: str, *, workers: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Labelled single-root trees of a batch: :func:`decode_heads` then
-    :func:`relations_at_heads`.
+    """Labelled single-root trees of a batch: :func:`decode_heads`, then :func:`best_relations`
+    of the relation scores at the predicted heads alone.
 
     Args:
         scores: the scorer's output for the batch (``arc [B, N, N]``, ``rel [B, N, N, R]``).
@@ -157,4 +155,4 @@ def predict_trees(
         padding.
     """
     heads = decode_heads(scores.arc, lengths, decoder, single_root=True, workers=workers)
-    return heads, relations_at_heads(scores.rel, heads)
+    return heads, best_relations(scores.rel_at_heads(heads), heads)

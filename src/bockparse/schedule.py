@@ -48,9 +48,9 @@ from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
-import torch
 
 from .metrics import metric_key
+from .modelfile import load_tensors
 from .rundir import atomic_path
 
 log = logging.getLogger(__name__)
@@ -391,7 +391,7 @@ class ScheduleCallback(pl.Callback):
         if not self.best_of_last_path.exists():
             return
         # Resumed: a best.ckpt written after last.ckpt belongs to the lost updates.
-        step = torch.load(self.best_path, map_location="cpu", weights_only=True)["global_step"]
+        step = load_tensors(self.best_path)["global_step"]
         if step != module.schedule.best_step and trainer.is_global_zero:
             log.info("best.ckpt (update %d) is newer than last.ckpt: restoring the best model "
                      "of update %d", step, module.schedule.best_step)  # fmt: skip
@@ -424,7 +424,7 @@ class ScheduleCallback(pl.Callback):
             module.reset_optimizer_state(name)
             log.info("update %d: %s unfrozen (its optimiser state reset)", step, name)
         if decision.switch:
-            best = torch.load(self.best_path, map_location=module.device, weights_only=True)
+            best = load_tensors(self.best_path)
             module.load_state_dict(best["state_dict"])
             module.drop_stage1_state()
             log.info("update %d: stage 2 (%s); reloaded the best model of update %d",

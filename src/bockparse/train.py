@@ -31,7 +31,6 @@ import csv
 import json
 import logging
 import os
-import pickle
 import sys
 import time
 from pathlib import Path
@@ -54,6 +53,7 @@ from .data.conllu import DataError
 from .experiments.checks import setting_problems
 from .hardware import AUTO, device_type_of, environment, resolve_precision, warn_if_emulated
 from .metrics import NAMES, metric_key
+from .modelfile import ModelError, UnsafeFileError, load_tensors
 from .module import ParserModule
 from .schedule import ScheduleCallback, save_atomic
 from .trajectory import TrajectoryTrace
@@ -116,15 +116,15 @@ def check_resume(cfg: DictConfig, last: Path) -> tuple[dict[str, Any] | None, in
     restart = (f"start over with resume=false (its checkpoints are replaced) or delete {run_dir}, "
                "or set hydra.run.dir to a new folder")  # fmt: skip
     try:
-        checkpoint = torch.load(last, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
+        checkpoint = load_tensors(last)
+    except UnsafeFileError:
         raise ResumeError(f"refused to resume from {last}: it holds Python objects other than "
                           "tensors and plain containers, and loading them could run code; a "
                           f"bockparse checkpoint never does. Options: {restart}"
                           ) from None  # fmt: skip
-    except Exception as err:  # any unreadable file: torch raises RuntimeError, EOFError, ...
-        problem = f"the file is damaged or unreadable ({type(err).__name__}: {err})"
-        raise ResumeError(f"cannot resume from {last}: {problem}. Options: {restart}") from err
+    except ModelError as err:  # missing, random, truncated or damaged bytes
+        problem = f"the file is damaged or unreadable ({err})"
+        raise ResumeError(f"cannot resume from {last}: {problem}. Options: {restart}") from None
     needed = ("state_dict", "optimizer_states", "bockparse")
     missing = [k for k in needed if k not in checkpoint] if isinstance(checkpoint, dict) else needed
     if missing:

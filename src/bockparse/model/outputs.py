@@ -2,26 +2,64 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import torch
 
 
-@dataclass
 class ParserScores:
     """Scorer output for a batch, head-major as everywhere in bockparse.
 
-    Attributes:
+    The relation scores are computed when first read (:attr:`rel`, all ``N x N`` pairs, as the
+    losses need), or only at the predicted heads (:meth:`rel_at_heads`): prediction then keeps
+    ``O(B N R)`` relation scores instead of ``O(B N^2 R)``, which dominates memory on long
+    sentences.
+
+    Args:
         arc: float ``[B, N, N]``, ``arc[b, h, d]`` the score of arc ``h -> d`` (the auxiliary
             linearization/distance terms already added, detached, as in Stanza).
-        rel: float ``[B, N, N, R]``, ``rel[b, h, d, r]`` the score of relation ``r`` on ``h -> d``.
-        linearization: float ``[B, N, N]`` or ``None``: the logit that the head of ``d`` lies to the
-            right of ``d`` when it is ``h`` (Stanza/Dozat auxiliary term).
+        rel: float ``[B, N, N, R]``, ``rel[b, h, d, r]`` the score of relation ``r`` on
+            ``h -> d``; or ``None`` with ``rel_fn`` computing it.
+        linearization: float ``[B, N, N]`` or ``None``: the logit that the head of ``d`` lies to
+            the right of ``d`` when it is ``h`` (Stanza/Dozat auxiliary term).
         distance: float ``[B, N, N]`` or ``None``: the raw distance score of ``h -> d``; the
             predicted distance is ``1 + softplus(distance)``.
+        rel_fn: ``() -> rel``, called once when :attr:`rel` is first read.
+        rel_at_fn: ``heads [B, N] -> float [B, N, R]``, the relation scores on the arcs
+            ``heads[b, d] -> d`` alone; ``None``: taken from :attr:`rel`.
     """
 
-    arc: torch.Tensor
-    rel: torch.Tensor
-    linearization: torch.Tensor | None = None
-    distance: torch.Tensor | None = None
+    def __init__(
+        self,
+        arc: torch.Tensor,
+        rel: torch.Tensor | None = None,
+        linearization: torch.Tensor | None = None,
+        distance: torch.Tensor | None = None,
+        *,
+        rel_fn: Callable[[], torch.Tensor] | None = None,
+        rel_at_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> None:
+        if rel is None and rel_fn is None:
+            raise ValueError("ParserScores needs rel or rel_fn")
+        self.arc = arc
+        self.linearization = linearization
+        self.distance = distance
+        self._rel = rel
+        self._rel_fn = rel_fn
+        self._rel_at_fn = rel_at_fn
+
+    @property
+    def rel(self) -> torch.Tensor:
+        """float ``[B, N, N, R]``, computed on first use."""
+        if self._rel is None:
+            self._rel = self._rel_fn()
+        return self._rel
+
+    def rel_at_heads(self, heads: torch.Tensor) -> torch.Tensor:
+        """float ``[B, N, R]``: ``rel[b, heads[b, d], d, :]`` (any value where ``heads`` is
+        ``-1``), without the other pairs' scores when the scorer can give them alone."""
+        if self._rel is None and self._rel_at_fn is not None:
+            return self._rel_at_fn(heads)
+        R = self.rel.shape[-1]
+        index = heads.clamp(min=0)[:, None, :, None].expand(-1, 1, -1, R)  # [B, 1, N, R]
+        return self.rel.gather(1, index).squeeze(1)

@@ -301,7 +301,6 @@ class BiaffineScorer(Contextualizer):
         """
         x = self.contextualize(batch)
         arc = self.arc(x).squeeze(-1)  # [B, N, N]
-        rel = self.rel(x)  # [B, N, N, R]
         lin = dist = None
         if self.linearization is not None or self.distance is not None:
             positions = torch.arange(x.shape[1], device=x.device)
@@ -313,4 +312,10 @@ class BiaffineScorer(Contextualizer):
             dist = self.distance(x).squeeze(-1)  # [B, N, N]
             predicted = 1.0 + F.softplus(dist)
             arc = arc - torch.log1p((offset.abs() - predicted) ** 2 / 2).detach()
-        return ParserScores(arc=arc, rel=rel, linearization=lin, distance=dist)
+        return ParserScores(
+            arc=arc,
+            linearization=lin,
+            distance=dist,
+            rel_fn=lambda: self.rel(x),  # [B, N, N, R], when a loss reads it
+            rel_at_fn=lambda heads: self.rel.at(x, heads),  # [B, N, R], for prediction
+        )

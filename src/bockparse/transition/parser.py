@@ -6,7 +6,7 @@ relation biaffine as :class:`~bockparse.model.scorer.BiaffineScorer`, with a tra
 classifier where the graph scorer has its arc biaffine. The comparison with the graph-based
 conditions then differs only in how heads are chosen (a greedy walk through projective
 configurations instead of an exact search over all trees), and relations are chosen the same
-way in both, at the predicted head (:func:`bockparse.predict.relations_at_heads`).
+way in both, at the predicted head (:func:`bockparse.predict.best_relations`).
 
 Transition classifier (the neural oracle of the section "Training the oracle" of the
 textbook chapter *Dependency Parsing*): the BiLSTM states of the top ``stack_features``
@@ -39,7 +39,7 @@ from ..data.vocab import Vocabs
 from ..model.biaffine import DeepBiaffine
 from ..model.encoder import TransformerEncoder
 from ..model.scorer import Contextualizer
-from ..predict import relations_at_heads
+from ..predict import best_relations
 from .oracle import NonProjectiveError, oracle_walk
 from .systems import Transition, get_system
 
@@ -264,4 +264,4 @@ class TransitionParser(nn.Module):
         for b, c in enumerate(configs):
             heads[b, 1 : c.n + 1] = c.heads[1:]
         heads = torch.from_numpy(heads).to(x.device)
-        return heads, relations_at_heads(self.rel(x), heads)
+        return heads, best_relations(self.rel.at(x, heads), heads)

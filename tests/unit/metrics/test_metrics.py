@@ -202,3 +202,26 @@ def test_eval_cli(tmp_path, capsys):
     assert "sentences, but" in capsys.readouterr().err
     with pytest.raises(DataError):
         evaluate_files(str(SAMPLE), str(tmp_path / "missing.conllu"))
+
+
+def test_eval_names_the_first_differing_word(tmp_path, capsys):
+    gold = tmp_path / "gold.conllu"
+    gold.write_text(
+        "# text = a b c\n1\ta\t_\tX\t_\t_\t0\troot\t_\t_\n2\tb\t_\tX\t_\t_\t1\tdep\t_\t_\n"
+        "3\tc\t_\tX\t_\t_\t1\tdep\t_\t_\n\n",
+        encoding="utf-8",
+    )
+    other = tmp_path / "pred.conllu"
+    other.write_text(gold.read_text(encoding="utf-8").replace("\tb\t", "\tB\t"), encoding="utf-8")
+    assert main([str(gold), str(other)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"bockparse-eval: {other}:3: word 2 is 'B' but {gold}:3 has 'b': the words differ"
+    )
+    shorter = tmp_path / "short.conllu"
+    lines = gold.read_text(encoding="utf-8").splitlines()
+    shorter.write_text("\n".join(lines[:3]) + "\n\n", encoding="utf-8")
+    assert main([str(gold), str(shorter)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"bockparse-eval: {gold}:4: word 3 'c' has no counterpart in {shorter} (sentence of 2 "
+        f"words in {shorter}, 3 in {gold})"
+    )

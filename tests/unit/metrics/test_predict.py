@@ -28,3 +28,29 @@ def test_predict_trees_equals_decoding_each_sentence(decoder):
         for d in range(1, n + 1):
             assert rels[b, d] == int(rel[b, expected[d], d].argmax())
     assert np.count_nonzero(heads[:, 1:].numpy() == 0) == B  # one word on ROOT each
+
+
+def test_relations_scored_at_the_heads_alone_equal_all_pairs():
+    """The optimisation prediction relies on (scores at the predicted heads only) against the
+    unoptimised path (all N x N pairs, then gathered), in float32: equal scores up to rounding,
+    identical best relations; and a scorer's lazy ParserScores never builds the full tensor."""
+    from bockparse.model.biaffine import DeepBiaffine
+
+    torch.manual_seed(0)
+    biaffine = DeepBiaffine(16, 8, 37, dropout=0.0, init_std=0.5).eval()
+    B, N = 4, 30
+    x = torch.randn(B, N, 16)
+    heads = torch.randint(0, N, (B, N))
+    heads[:, 0] = -1
+    heads[2, 20:] = -1  # padding
+    full = biaffine(x)  # [B, N, N, R]
+    expected = full.gather(1, heads.clamp(min=0)[:, None, :, None].expand(-1, 1, -1, 37))
+    at = biaffine.at(x, heads)
+    torch.testing.assert_close(at, expected.squeeze(1), rtol=1e-5, atol=1e-5)
+    lazy = ParserScores(arc=x.new_zeros(B, N, N), rel_fn=lambda: biaffine(x),
+                        rel_at_fn=lambda h: biaffine.at(x, h))  # fmt: skip
+    eager = ParserScores(arc=x.new_zeros(B, N, N), rel=full)
+    best = lazy.rel_at_heads(heads).argmax(-1)
+    assert lazy._rel is None  # never materialised
+    assert torch.equal(best, eager.rel_at_heads(heads).argmax(-1))
+    assert torch.equal(lazy.rel, full)  # read on demand: the same computation as before

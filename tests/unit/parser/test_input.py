@@ -169,3 +169,20 @@ def test_a_transition_parser_predicts_its_own_trees_and_takes_no_decoder(untrain
         assert_tree(s)
     with pytest.raises(ValueError, match="predicts trees itself"):
         parser.predict([["Hi"]], decoder="bock")
+
+
+def test_long_sentences_are_parsed_whole_with_one_warning(untrained, caplog):
+    import logging
+
+    parser = untrained("model=biaffine-notags")
+    parser.long_sentence_words = 40
+    words = [["w"] * 45, ["x"] * 3, ["y"] * 60]
+    with caplog.at_level(logging.WARNING, logger="bockparse.parser"):
+        parsed = parser.predict(words)
+    [record] = [r for r in caplog.records if r.name == "bockparse.parser"]
+    assert "2 sentence(s) longer than 40 words (the longest, 60 words" in record.getMessage()
+    assert [len(s.heads) for s in parsed] == [45, 3, 60]
+    parser.long_sentence_words = None
+    caplog.clear()
+    parser.predict(words)
+    assert not [r for r in caplog.records if r.name == "bockparse.parser"]
