@@ -126,8 +126,8 @@ AUTOCAST = {"bf16-mixed": torch.bfloat16, "bf16": torch.bfloat16,
 def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     """The settings a parser reads from a run's composed config (``.hydra/config.yaml``).
 
-    The one function that knows the config's key names. Conditions may be a group
-    (``condition.decoder``, ``condition.name``) or top-level keys (``decoder``, ``name``).
+    The one function that knows the config's key names (configs of the old layout, with a
+    ``condition`` group, are read through :func:`bockparse.rundir.current_keys`).
     The model and encoder nodes become the closed schema's spec
     (:func:`bockparse.modelfile.spec_from_config`): their ``_target_`` strings are looked up
     in a fixed table, never imported.
@@ -142,27 +142,19 @@ def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     """
     from omegaconf import OmegaConf
 
-    def get(*keys: str, required: bool = True) -> Any:
-        for key in keys:
-            node = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
-            if node is not None:
-                return (
-                    OmegaConf.to_container(node, resolve=True)
-                    if OmegaConf.is_config(node)
-                    else node
-                )
-        if required:
-            raise ModelError(f"the run's config has no {' or '.join(keys)}")
-        return None
+    cfg = rundir.current_keys(cfg)
 
-    condition = get("condition", required=False)
-    decoder_keys = ("condition.decoder", "decoder") if isinstance(condition, dict) else ("decoder",)
-    name_keys = ("condition.name", "name") if isinstance(condition, dict) else ("name",)
+    def get(key: str, required: bool = True) -> Any:
+        node = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+        if node is None and required:
+            raise ModelError(f"{source}: no {key}")
+        return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
     return checked_settings(
         {
             "model": spec_from_config(get("model"), get("encoder", required=False), source),
-            "decoder": get(*decoder_keys, required=False),
-            "condition": get(*name_keys, required=False),
+            "decoder": get("decoder", required=False),
+            "condition": get("name", required=False),
             "max_word_chars": get("data.max_word_chars"),
             "batch_size": get("data.batch_size"),
             "punct_field": get("data.punct_field"),

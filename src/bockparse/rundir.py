@@ -44,6 +44,7 @@ CSV = Path("csv") / "metrics.csv"
 CHECKPOINTS = "checkpoints"
 BEST = Path(CHECKPOINTS) / "best.ckpt"
 LAST = Path(CHECKPOINTS) / "last.ckpt"
+BEST_OF_LAST = Path(CHECKPOINTS) / "best-of-last.ckpt"  # the best.ckpt that last.ckpt knows of
 PREDICTIONS = "predictions"
 LOCK = "train.lock"
 
@@ -73,6 +74,31 @@ def run_dir_of(checkpoint: str | os.PathLike) -> Path:
             "run folder, or a model file from bockparse-export"
         )
     return run_dir
+
+
+def current_keys(cfg: Any) -> Any:
+    """A run's saved config (an OmegaConf ``DictConfig``) in the current key layout.
+
+    Run folders written before the config groups mirrored the code keep the run's name, decoder
+    and loss (and a transition parser's system) under ``condition``; they move to ``name``,
+    ``decoder``, ``loss`` and ``model.system`` (a copy; the hinge's ``decoder: ${..decoder}``
+    still names the run's decoder). A config in the current layout is returned as is. The one
+    place that knows the old layout.
+    """
+    from omegaconf import open_dict
+
+    if "condition" not in cfg or "loss" in cfg:
+        return cfg
+    old = cfg.condition
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.name = old.get("name")
+        cfg.decoder = old.get("decoder")
+        cfg.loss = old.get("loss")
+        if "system" in old and "model" in cfg:
+            cfg.model.system = old.system
+        del cfg["condition"]
+    return cfg
 
 
 def _umask() -> int:

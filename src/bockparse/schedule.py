@@ -51,7 +51,7 @@ import lightning.pytorch as pl
 
 from .metrics import metric_key
 from .modelfile import load_tensors
-from .rundir import atomic_path
+from .rundir import BEST, BEST_OF_LAST, LAST, atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -358,15 +358,15 @@ class ScheduleCallback(pl.Callback):
 
     @property
     def best_path(self) -> Path:
-        return self.dir / "best.ckpt"
+        return self.dir / BEST.name
 
     @property
     def last_path(self) -> Path:
-        return self.dir / "last.ckpt"
+        return self.dir / LAST.name
 
     @property
     def best_of_last_path(self) -> Path:
-        return self.dir / "best-of-last.ckpt"
+        return self.dir / BEST_OF_LAST.name
 
     def _save(self, trainer: pl.Trainer, kind: str) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)

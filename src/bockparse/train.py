@@ -53,7 +53,7 @@ from .data.conllu import DataError
 from .experiments.checks import setting_problems
 from .hardware import AUTO, device_type_of, environment, resolve_precision, warn_if_emulated
 from .metrics import NAMES, metric_key
-from .modelfile import ModelError, UnsafeFileError, load_tensors
+from .modelfile import ModelError, UnsafeFileError, load_tensors, spec_from_config
 from .module import ParserModule
 from .schedule import ScheduleCallback, save_atomic
 from .trajectory import TrajectoryTrace
@@ -220,7 +220,17 @@ def make_loggers(cfg: DictConfig, run_dir: Path, resumed_step: int | None = None
 
 
 def build(cfg: DictConfig, run_dir: Path) -> tuple[pl.LightningDataModule, ParserModule]:
-    """The data module (vocabularies built) and the LightningModule of a config."""
+    """The data module (vocabularies built) and the LightningModule of a config.
+
+    The config is the user's command over the project's tree (never a file a run wrote). Its
+    model must be one the closed model schema describes (:func:`bockparse.modelfile.
+    spec_from_config`), checked first, so that every trained run can be loaded and exported.
+    """
+    spec_from_config(
+        OmegaConf.to_container(cfg.model, resolve=True),
+        OmegaConf.to_container(cfg.encoder, resolve=True),
+        "the config",
+    )
     tokenizer = instantiate(cfg.encoder.tokenizer) if cfg.encoder.tokenizer else None
     datamodule = instantiate(cfg.data, tokenizer=tokenizer, max_length=cfg.encoder.max_length)
     datamodule.setup("fit")

@@ -27,19 +27,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .. import rundir
 from ..rundir import write_atomic
 from .runs import METRICS_FILE, discover
 
-SMALL = (
-    METRICS_FILE,
-    "timing.json",
-    "environment.json",
-    "train.log",
-    "csv/metrics.csv",
-    ".hydra/config.yaml",
-    ".hydra/hydra.yaml",
-    ".hydra/overrides.yaml",
-)
+_FILES = (rundir.METRICS, rundir.TIMING, rundir.ENVIRONMENT, rundir.TRAIN_LOG, rundir.CSV,
+          rundir.CONFIG, rundir.HYDRA, rundir.OVERRIDES)  # fmt: skip
+SMALL = tuple(str(name) for name in _FILES)
 PREDICTIONS = ("val", "test")
 
 
@@ -66,9 +60,9 @@ def publish_run(run_dir: str | Path, dest: str | Path) -> list[Path]:
             _copy(dest / name, (run_dir / name).read_bytes())
             written.append(dest / name)
     for stage in PREDICTIONS:
-        source = run_dir / "predictions" / f"{stage}.conllu"
+        source = rundir.predictions(run_dir, stage)
         if source.is_file():
-            target = dest / "predictions" / f"{stage}.conllu.gz"
+            target = dest / rundir.PREDICTIONS / f"{stage}.conllu.gz"
             _copy(target, gzip.compress(source.read_bytes(), compresslevel=9, mtime=0))
             written.append(target)
     return written

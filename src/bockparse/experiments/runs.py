@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
-METRICS_FILE = "metrics.json"
-CONFIG_FILE = Path(".hydra") / "config.yaml"
-HYDRA_FILE = Path(".hydra") / "hydra.yaml"
+from ..rundir import CONFIG as CONFIG_FILE
+from ..rundir import HYDRA as HYDRA_FILE
+from ..rundir import METRICS as METRICS_FILE
+from ..rundir import current_keys
+from ..rundir import predictions as predictions_path
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def prediction_file(run_dir: str | Path, stage: str) -> Path:
     """A run's saved predictions of ``stage`` (``val`` or ``test``): ``predictions/<stage>.conllu``
     as ``bockparse-train`` writes it, else its gzip-compressed copy ``<stage>.conllu.gz`` (as
     committed with published runs); the first name when neither exists."""
-    path = Path(run_dir) / "predictions" / f"{stage}.conllu"
+    path = predictions_path(run_dir, stage)
     compressed = path.with_name(path.name + ".gz")
     return compressed if not path.is_file() and compressed.is_file() else path
 
@@ -111,28 +113,6 @@ def _select(cfg: DictConfig | None, key: str) -> Any:
         return OmegaConf.select(cfg, key, throw_on_resolution_failure=False)
     except Exception:  # interpolation errors in a foreign config
         return None
-
-
-def current_keys(cfg: DictConfig) -> DictConfig:
-    """A saved config in the current key layout.
-
-    Run folders written before the config groups mirrored the code keep the run's name, decoder
-    and loss (and a transition parser's system) under ``condition``; they move to ``name``,
-    ``decoder``, ``loss`` and ``model.system`` (a copy; the hinge's ``decoder: ${..decoder}``
-    still names the run's decoder). A config in the current layout is returned as is.
-    """
-    if "condition" not in cfg or "loss" in cfg:
-        return cfg
-    old = cfg.condition
-    cfg = cfg.copy()
-    with open_dict(cfg):
-        cfg.name = old.get("name")
-        cfg.decoder = old.get("decoder")
-        cfg.loss = old.get("loss")
-        if "system" in old and "model" in cfg:
-            cfg.model.system = old.system
-        del cfg["condition"]
-    return cfg
 
 
 def read_run(path: str | Path) -> Run:

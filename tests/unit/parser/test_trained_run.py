@@ -156,8 +156,8 @@ def test_run_settings_read_a_condition_group_or_top_level_keys(smoke_run):
     flat = {k: v for k, v in saved.items() if k != "condition"}
     flat.update({k: saved.get("condition", {}).get(k, flat.get(k)) for k in ("name", "decoder")})
     flat["name"] = "hinge-bock"  # what the saved "hinge-${decoder}" resolves to
-    grouped = {k: v for k, v in flat.items() if k not in ("name", "decoder")}
-    grouped["condition"] = {"name": flat["name"], "decoder": flat["decoder"]}
+    grouped = {k: v for k, v in flat.items() if k not in ("name", "decoder", "loss")}
+    grouped["condition"] = {"name": flat["name"], "decoder": flat["decoder"], "loss": flat["loss"]}
     settings = run_settings(OmegaConf.create(flat))
     assert run_settings(OmegaConf.create(grouped)) == settings
     assert (settings.condition, settings.decoder, settings.seed) == ("hinge-bock", "bock", 1111)
