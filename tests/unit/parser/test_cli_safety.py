@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from bockparse.cli.parser import export as export_cli
+from bockparse.cli.parser import predict as predict_cli
 from bockparse.parser import Parser
-from bockparse.parser_cli import export as export_cli
-from bockparse.parser_cli import predict as predict_cli
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
 TEST = SAMPLE / "en_ewt-ud-test.conllu"

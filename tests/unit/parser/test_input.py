@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bockparse.cli.parser import predict as predict_cli
 from bockparse.data import DataError, check_conllu, parse_conllu, read_conllu, write_conllu
 from bockparse.decoders import METHODS
-from bockparse.parser_cli import predict as predict_cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "conllu"
 NOTAGS = "model=biaffine-notags"

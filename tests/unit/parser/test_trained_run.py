@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from bockparse.cli.parser import evaluate as evaluate_cli
+from bockparse.cli.parser import export as export_cli
+from bockparse.cli.parser import predict as predict_cli
 from bockparse.data import read_conllu, write_conllu
 from bockparse.metrics import evaluate_files
 from bockparse.parser import ModelError, Parser
-from bockparse.parser_cli import evaluate as evaluate_cli
-from bockparse.parser_cli import export as export_cli
-from bockparse.parser_cli import predict as predict_cli
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
 TEST = SAMPLE / "en_ewt-ud-test.conllu"

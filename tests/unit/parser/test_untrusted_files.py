@@ -14,9 +14,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from bockparse.cli.parser import predict as predict_cli
 from bockparse.modelfile import ModelError
 from bockparse.parser import Parser
-from bockparse.parser_cli import predict as predict_cli
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
 TEST = SAMPLE / "en_ewt-ud-test.conllu"

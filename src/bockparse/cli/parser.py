@@ -16,29 +16,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .data.conllu import DataError
-from .metrics import add_punct_argument, format_scores
-from .rundir import describe_os_error
+from ..data.conllu import DataError
+from ..metrics import add_punct_argument, format_scores
+from ..rundir import describe_os_error
 
 PROGRESS_SECONDS = 5.0  # at most one progress line per this many seconds
-
-
-def _parser_class(program: str):
-    """:class:`bockparse.parser.Parser`, or exit naming the extra that installs what it needs
-    (the light install has no torch)."""
-    from .cli import missing_extra
-
-    try:
-        from .parser import Parser
-    except ModuleNotFoundError as err:
-        extra = missing_extra(err)
-        if extra is None:
-            raise
-        install = f"pip install 'bockparse[{extra}]'"
-        raise SystemExit(
-            f"{program}: needs the optional dependency {err.name!r}: {install}"
-        ) from None
-    return Parser
 
 
 def _fail(program: str, err: Exception | str) -> int:
@@ -129,11 +111,11 @@ def predict(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="CoNLL-U file to write (atomically)")
     _decoder_argument(parser)
     args = parser.parse_args(argv)
-    from .data.conllu import write_conllu
+    from ..data.conllu import write_conllu
+    from ..parser import Parser
 
     if problem := output_problem(args.out, args.input, args.model):
         return _fail(parser.prog, problem)
-    Parser = _parser_class(parser.prog)
     try:
         model = Parser.load(args.model, precision=args.precision)
         sentences = model.sentences(args.input)
@@ -172,7 +154,8 @@ def evaluate(argv: Sequence[str] | None = None) -> int:
     _decoder_argument(parser)
     add_punct_argument(parser)
     args = parser.parse_args(argv)
-    Parser = _parser_class(parser.prog)
+    from ..parser import Parser
+
     try:
         result = Parser.load(args.model, precision=args.precision).evaluate(
             args.gold, args.decoder, args.exclude_punct, args.batch_size
@@ -195,9 +178,10 @@ def export(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run", help="a run folder (its best.ckpt) or a checkpoint of a run")
     parser.add_argument("--out", required=True, help="the model file to write (e.g. model.pt)")
     args = parser.parse_args(argv)
+    from ..parser import Parser
+
     if problem := output_problem(args.out, args.run):
         return _fail(parser.prog, problem)
-    Parser = _parser_class(parser.prog)
     try:
         model = Parser.load(args.run)
     except (DataError, ValueError, OSError) as err:

@@ -1,7 +1,9 @@
-"""Console scripts that need an optional extra: a missing extra is one line naming the install
-command, not a traceback. The light install (``pip install bockparse``) has the decoders, the
-CoNLL-U layer and the metrics; training and everything that loads a model need
-``bockparse[train]``, the sweep launchers and plots ``bockparse[sweep]``.
+"""Every console script, in one style: ``bockparse-<name>`` calls a function here, which runs its
+module's ``main(argv=None) -> int`` (or :mod:`bockparse.cli.parser`'s ``predict``, ``evaluate``,
+``export``); a missing optional extra is one line naming the install command, not a
+traceback. The light install (``pip install bockparse``) has the decoders, the CoNLL-U layer
+and the metrics; training and everything that loads a model need ``bockparse[train]``, the
+sweep launchers and plots ``bockparse[sweep]``.
 
 Each script here imports its module's ``main`` on call (so the light scripts never pay for it).
 """
@@ -31,11 +33,12 @@ def missing_extra(err: ModuleNotFoundError) -> str | None:
     return EXTRAS.get((err.name or "").partition(".")[0])
 
 
-def run(module: str) -> int:
-    """Run ``module.main()``; exit 1 with ``pip install 'bockparse[EXTRA]'`` when an optional
-    dependency is missing."""
+def run(module: str, function: str = "main") -> int:
+    """Run ``module.function()`` (a script's ``main(argv=None) -> int``); exit 1 with
+    ``pip install 'bockparse[EXTRA]'`` when an optional dependency is missing, at import or
+    when the script imports it later."""
     try:
-        main: Callable[[], int | None] = import_module(module).main
+        main: Callable[[], int | None] = getattr(import_module(module), function)
         return main() or 0
     except ModuleNotFoundError as err:
         extra = missing_extra(err)
@@ -47,6 +50,24 @@ def run(module: str) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+# -- the console scripts (pyproject.toml), light ones first -----------------------------------
+
+
+def trace_bock() -> int:
+    """``bockparse-trace-bock`` (:mod:`bockparse.decoders.trace`)."""
+    return run("bockparse.decoders.trace")
+
+
+def check() -> int:
+    """``bockparse-check`` (:mod:`bockparse.data.check`)."""
+    return run("bockparse.data.check")
+
+
+def eval_files() -> int:
+    """``bockparse-eval`` (:mod:`bockparse.metrics`)."""
+    return run("bockparse.metrics")
 
 
 def train() -> int:
@@ -77,3 +98,18 @@ def rootstudy() -> int:
 def publish() -> int:
     """``bockparse-publish`` (:mod:`bockparse.experiments.publish`)."""
     return run("bockparse.experiments.publish")
+
+
+def predict() -> int:
+    """``bockparse-predict`` (:func:`bockparse.cli.parser.predict`)."""
+    return run("bockparse.cli.parser", "predict")
+
+
+def evaluate() -> int:
+    """``bockparse-evaluate`` (:func:`bockparse.cli.parser.evaluate`)."""
+    return run("bockparse.cli.parser", "evaluate")
+
+
+def export() -> int:
+    """``bockparse-export`` (:func:`bockparse.cli.parser.export`)."""
+    return run("bockparse.cli.parser", "export")
