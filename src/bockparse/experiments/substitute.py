@@ -24,7 +24,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +111,7 @@ def compare(
         raise ValueError(f"scores must be 'raw' or 'log-softmax', got {scores!r}")
     for batch, scored in scored_batches(run, stage):
         if scores == "log-softmax":
-            scored = replace(scored, arc=normalized_arc_scores(scored.arc, batch.mask))
+            scored = scored.with_arc(normalized_arc_scores(scored.arc, batch.mask))
         ids, lengths = batch.sentence_ids.tolist(), batch.lengths.tolist()
         order += ids
         arc = scored.arc.detach().float().cpu().numpy()  # [B, M, M], what the decoders see

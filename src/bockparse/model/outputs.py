@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -13,7 +15,8 @@ class ParserScores:
     The relation scores are computed when first read (:attr:`rel`, all ``N x N`` pairs, as the
     losses need), or only at the predicted heads (:meth:`rel_at_heads`): prediction then keeps
     ``O(B N R)`` relation scores instead of ``O(B N^2 R)``, which dominates memory on long
-    sentences.
+    sentences. Either is computed under the grad, inference and autocast modes in force when
+    the scores were made, wherever it is read, so it equals what an eager computation gave.
 
     Args:
         arc: float ``[B, N, N]``, ``arc[b, h, d]`` the score of arc ``h -> d`` (the auxiliary
@@ -47,19 +50,43 @@ class ParserScores:
         self._rel = rel
         self._rel_fn = rel_fn
         self._rel_at_fn = rel_at_fn
+        device = arc.device.type
+        self._modes = (
+            device,
+            torch.is_inference_mode_enabled(),
+            torch.is_grad_enabled(),
+            torch.is_autocast_enabled(device),
+            torch.get_autocast_dtype(device),
+        )
+
+    def _as_made(self, fn: Callable[..., torch.Tensor], *args: Any) -> torch.Tensor:
+        """``fn(*args)`` under the modes in force when these scores were made."""
+        device, inference, grad, autocast, dtype = self._modes
+        with (
+            torch.inference_mode(inference),
+            torch.set_grad_enabled(grad),
+            torch.autocast(device, dtype=dtype, enabled=autocast),
+        ):
+            return fn(*args)
 
     @property
     def rel(self) -> torch.Tensor:
         """float ``[B, N, N, R]``, computed on first use."""
         if self._rel is None:
-            self._rel = self._rel_fn()
+            self._rel = self._as_made(self._rel_fn)
         return self._rel
 
     def rel_at_heads(self, heads: torch.Tensor) -> torch.Tensor:
         """float ``[B, N, R]``: ``rel[b, heads[b, d], d, :]`` (any value where ``heads`` is
         ``-1``), without the other pairs' scores when the scorer can give them alone."""
         if self._rel is None and self._rel_at_fn is not None:
-            return self._rel_at_fn(heads)
+            return self._as_made(self._rel_at_fn, heads)
         R = self.rel.shape[-1]
         index = heads.clamp(min=0)[:, None, :, None].expand(-1, 1, -1, R)  # [B, 1, N, R]
         return self.rel.gather(1, index).squeeze(1)
+
+    def with_arc(self, arc: torch.Tensor) -> ParserScores:
+        """These scores with other arc scores (``[B, N, N]``); the rest shared."""
+        other = copy.copy(self)
+        other.arc = arc
+        return other

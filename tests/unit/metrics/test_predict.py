@@ -54,3 +54,24 @@ def test_relations_scored_at_the_heads_alone_equal_all_pairs():
     assert lazy._rel is None  # never materialised
     assert torch.equal(best, eager.rel_at_heads(heads).argmax(-1))
     assert torch.equal(lazy.rel, full)  # read on demand: the same computation as before
+
+
+def test_relation_scores_read_later_are_computed_as_when_the_scores_were_made():
+    """Scores made under inference mode and bf16 autocast, read after both ended, are what an
+    eager computation inside them gave (the analyses keep scores and read them later)."""
+    from bockparse.model.biaffine import DeepBiaffine
+
+    torch.manual_seed(1)
+    biaffine = DeepBiaffine(8, 4, 5, dropout=0.0, init_std=0.5).eval()
+    x = torch.randn(2, 6, 8)
+    heads = torch.randint(0, 6, (2, 6))
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        eager = biaffine(x)
+        eager_at = biaffine.at(x, heads)
+        lazy = ParserScores(arc=x.new_zeros(2, 6, 6), rel_fn=lambda: biaffine(x),
+                            rel_at_fn=lambda h: biaffine.at(x, h))  # fmt: skip
+    at = lazy.rel_at_heads(heads)
+    assert at.dtype == torch.bfloat16 and torch.equal(at, eager_at)
+    assert torch.equal(lazy.rel, eager) and lazy.rel.is_inference()
+    moved = lazy.with_arc(torch.ones(2, 6, 6))
+    assert torch.equal(moved.rel, eager) and not torch.equal(moved.arc, lazy.arc)
