@@ -4,6 +4,7 @@ Each length runs in a fresh process (peak RSS is per process): the sentence is t
 words repeated to the length, tags kept, parsed with the model's decoder.
 
     python benchmarks/long_sentences.py MODEL [--lengths 500 2000 5000] [--decoder bock]
+        [--precision 32-true]
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 SAMPLE = Path(__file__).resolve().parents[1] / "data/ud-english-ewt-sample/en_ewt-ud-dev.conllu"
 
 
-def measure(model: str, length: int, decoder: str | None) -> dict:
+def measure(model: str, length: int, decoder: str | None, precision: str | None) -> dict:
     """Parse one ``length``-word sentence in this process; peak RSS and seconds."""
     import torch
 
@@ -27,7 +28,7 @@ def measure(model: str, length: int, decoder: str | None) -> dict:
     from bockparse.parser import Parser
 
     torch.set_num_threads(1)
-    parser = Parser.load(model)
+    parser = Parser.load(model, precision=precision)
     words = [w for s in read_conllu(SAMPLE, single_root=True, on_malformed="error") for w in
              zip(s.forms, s.upos, s.xpos, s.feats, strict=True)][:length]  # fmt: skip
     forms, upos, xpos, feats = (list(c) for c in zip(*words, strict=True))
@@ -47,16 +48,19 @@ def main() -> None:
     args.add_argument("model")
     args.add_argument("--lengths", type=int, nargs="+", default=[500, 2000, 5000])
     args.add_argument("--decoder", default=None)
+    args.add_argument("--precision", default=None, help="as Parser.load's; default: the run's")
     args.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     a = args.parse_args()
     if a.one is not None:
-        print(json.dumps(measure(a.model, a.one, a.decoder)))
+        print(json.dumps(measure(a.model, a.one, a.decoder, a.precision)))
         return
     print("| words | seconds | peak RSS MB | RSS after loading MB |\n|---:|---:|---:|---:|")
     for length in a.lengths:
         cmd = [sys.executable, __file__, a.model, "--one", str(length)]
         if a.decoder:
             cmd += ["--decoder", a.decoder]
+        if a.precision:
+            cmd += ["--precision", a.precision]
         r = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
         print(
             f"| {r['words']:,} | {r['seconds']} | {r['peak_rss_mb']:,} | {r['loaded_rss_mb']:,} |"
