@@ -33,6 +33,9 @@ ISA_ENV = "ONEDNN_MAX_CPU_ISA"
 AUTO = "auto"
 BF16 = "bf16-mixed"
 FP32 = "32-true"
+# Lightning precisions that run under torch.autocast, and its dtype; any other is float32.
+AUTOCAST_DTYPES = {"bf16-mixed": torch.bfloat16, "bf16": torch.bfloat16,
+                   "16-mixed": torch.float16, "16": torch.float16}  # fmt: skip
 # oneDNN's ONEDNN_MAX_CPU_ISA values in increasing order; bf16 is native from AVX512_CORE_BF16.
 ONEDNN_ISAS = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE",
                "AVX512_CORE_VNNI", "AVX512_CORE_BF16", "AVX10_1_512", "AVX512_CORE_FP16",

@@ -1,0 +1,288 @@
+"""Use a trained parser: ``Parser.load(path)``, then ``predict``, ``evaluate`` or ``save``.
+
+A thin facade over three parts: :mod:`.files` reads a run folder, a checkpoint or a model file
+into a model (data, never code: :mod:`bockparse.modelfile`) and writes model files;
+:mod:`.inputs` turns CoNLL-U files, ``Sentence`` objects and pre-tokenized sentences into
+batches; :mod:`.settings` holds what a parser needs from its run.
+
+Prediction is the training code's (:func:`bockparse.predict.predict_trees`): heads from a
+registry decoder under the single-root constraint (the run's decoder unless another is asked
+for), each word's relation the best one at its predicted head, batches of at most
+``batch_size`` words sorted by length, as in development evaluation; long sentences span
+several encoder windows (:mod:`bockparse.data.subwords`), never truncated. Evaluation counts
+with :func:`bockparse.metrics.batch_counts`, so a run's test file gives its ``metrics.json``
+scores exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..data.batch import Batch
+from ..data.conllu import Sentence, read_conllu
+from ..data.subwords import WordPieces
+from ..data.vocab import Vocabs, base_relation_ids
+from ..decoders import get_decoder
+from ..hardware import AUTO, AUTOCAST_DTYPES, resolve_precision, warn_if_emulated
+from ..metrics import COUNTS, batch_counts, rates
+from ..modelfile import ModelError
+from ..predict import predict_trees
+from . import files
+from .files import FORMAT, FORMAT_VERSION, Loaded
+from .inputs import LONG_SENTENCE_WORDS, batches, check_tags, parsed, read_sentences, warn_long
+from .settings import RunSettings, checked_settings, run_settings
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "ModelError", "Parser", "RunSettings", "checked_settings",
+           "run_settings"]  # fmt: skip
+
+Progress = Callable[[int, int], None]
+"""``progress(sentences_done, sentences_total)``, called after each batch."""
+
+
+class Parser:
+    """A trained parser: scorer (eval mode), vocabularies, wordpieces and the run's settings.
+
+    Build it with :meth:`load`.
+
+    Args:
+        scorer: the scorer, weights loaded.
+        vocabs: the training vocabularies.
+        wordpieces: the transformer's wordpieces, or ``None`` without a transformer.
+        settings: the run's settings (:func:`run_settings`).
+        metadata: the run's metadata (condition, decoder, seed, best step, scores, ...).
+        device: where the scorer runs.
+
+    Attributes:
+        decoder: the run's decoder (``None`` for a parser that predicts trees itself).
+        relations: the relation labels, the scorer's ``R`` classes in order.
+        precision: the Lightning precision predictions run in: the run's
+            (``settings.precision``; ``auto``, for a run that did not record what it resolved
+            to, becomes what this device computes natively) unless set (``"32-true"``: fp32).
+        long_sentence_words: inputs with longer sentences are parsed with a warning (memory
+            grows with the square of a sentence's length); ``None``: no warning.
+    """
+
+    def __init__(
+        self,
+        scorer: nn.Module,
+        vocabs: Vocabs,
+        wordpieces: WordPieces | None,
+        settings: RunSettings,
+        metadata: dict[str, Any],
+        device: torch.device | str,
+    ) -> None:
+        self.device = torch.device(device)
+        self.scorer = scorer.to(self.device).eval()
+        self.precision = settings.precision
+        if self.precision == AUTO:
+            self.precision = resolve_precision(AUTO, self.device.type)[0]
+        self.long_sentence_words: int | None = LONG_SENTENCE_WORDS
+        self.vocabs = vocabs
+        self.wordpieces = wordpieces
+        self.settings = settings
+        self.metadata = metadata
+        self.decoder = settings.decoder
+        self.relations = list(vocabs.rels.itos)
+        self._base_of = torch.tensor(base_relation_ids(self.relations)[1], dtype=torch.long)
+
+    # -- loading and saving ------------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike,
+        *,
+        device: torch.device | str = "cpu",
+        precision: str | None = None,
+    ) -> Parser:
+        """Load a run folder, one of its checkpoints, or an exported model file
+        (:func:`.files.load`).
+
+        Args:
+            path: a run folder (its ``checkpoints/best.ckpt`` is used), a checkpoint inside a
+                run folder's ``checkpoints/``, or a model file from :meth:`save` /
+                ``bockparse-export``.
+            device: where the scorer runs.
+            precision: ``None`` to predict as the run evaluated (its precision: a
+                ``bf16-mixed`` run predicts under bf16 autocast, which reproduces its
+                ``metrics.json``), a Lightning precision (``"32-true"`` for fp32), or
+                ``"auto"``: bf16-mixed where this device computes bf16 natively, else fp32.
+
+        Raises:
+            ModelError: the path is none of these, or the file is refused (never run).
+            DataError: the saved vocabularies are unusable.
+        """
+        parser = cls(*files.load(path), device)
+        if precision == AUTO:
+            precision = resolve_precision(AUTO, parser.device.type)[0]
+        if precision is not None:
+            parser.precision = precision
+        return parser
+
+    def save(self, path: str | os.PathLike) -> int:
+        """Write the model file (``bockparse-export``), atomically (:func:`.files.save`).
+
+        Returns:
+            The bytes written.
+        """
+        model = Loaded(self.scorer, self.vocabs, self.wordpieces, self.settings, self.metadata)
+        return files.save(path, model)
+
+    # -- input ------------------------------------------------------------------------------
+
+    def sentences(self, data: str | os.PathLike | Sequence[Any]) -> list[Sentence]:
+        """The sentences of an input: a CoNLL-U file (HEAD and DEPREL ignored), ``Sentence``
+        objects, or pre-tokenized sentences (lists of words, or dicts with ``forms`` and
+        optionally ``upos``, ``xpos``, ``feats``); a warning when some are longer than
+        :attr:`long_sentence_words`.
+
+        Raises:
+            DataError: a malformed file (``FILE:LINE: reason``) or sentence, or a tag input the
+                model uses and the input lacks.
+        """
+        sentences, source = read_sentences(data)
+        check_tags(sentences, self.settings, self.vocabs, source)
+        warn_long(sentences, self.long_sentence_words, source)
+        return sentences
+
+    def batches(
+        self,
+        sentences: Sequence[Sentence],
+        batch_size: int | None = None,
+        *,
+        exclude_punct: str | None = None,
+    ) -> Iterator[Batch]:
+        """Batches of at most ``batch_size`` words (the run's when ``None``), sorted by length
+        as in development evaluation, on the parser's device (:func:`.inputs.batches`)."""
+        return batches(sentences, self.vocabs, self.settings, self.wordpieces, self.device,
+                       batch_size, exclude_punct)  # fmt: skip
+
+    # -- prediction -------------------------------------------------------------------------
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """``torch.autocast`` of :attr:`precision` on the parser's device (a no-op for fp32);
+        the decoders and the losses' terms cast up themselves, as in training."""
+        dtype = AUTOCAST_DTYPES.get(self.precision)
+        if dtype is None:
+            return contextlib.nullcontext()
+        warn_if_emulated(self.precision, self.device.type)
+        return torch.autocast(self.device.type, dtype=dtype)
+
+    def _decoder_name(self, decoder: str | None) -> str | None:
+        if decoder is None:
+            return self.decoder
+        if self.decoder is None:
+            raise ValueError(
+                f"this parser ({self.settings.condition}) predicts trees itself; it takes no "
+                f"decoder (got {decoder!r})"
+            )
+        get_decoder(decoder)  # unknown names fail listing the known ones
+        return decoder
+
+    def predict_batch(
+        self, batch: Batch, decoder: str | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Labelled single-root trees of a batch (:func:`bockparse.predict.predict_trees`).
+
+        Returns:
+            ``(heads, rels)``, int64 ``[B, N]``, ``-1`` at ROOT and padding.
+        """
+        name = self._decoder_name(decoder)
+        with torch.inference_mode(), self.autocast():
+            if name is None:
+                return self.scorer.predict(batch)
+            return predict_trees(self.scorer(batch), batch.lengths, name)
+
+    def _trees(
+        self,
+        sentences: Sequence[Sentence],
+        decoder: str | None,
+        batch_size: int | None,
+        progress: Progress | None,
+        exclude_punct: str | None = None,
+    ) -> Iterator[tuple[Batch, torch.Tensor, torch.Tensor]]:
+        name = self._decoder_name(decoder)
+        done = 0
+        for batch in self.batches(sentences, batch_size, exclude_punct=exclude_punct):
+            heads, rels = self.predict_batch(batch, name)
+            yield batch, heads, rels
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(sentences))
+
+    def predict(
+        self,
+        data: str | os.PathLike | Sequence[Any],
+        decoder: str | None = None,
+        batch_size: int | None = None,
+        *,
+        progress: Progress | None = None,
+    ) -> list[Sentence]:
+        """Parse sentences.
+
+        Args:
+            data: a CoNLL-U file (HEAD and DEPREL may be ``_``; filled ones are ignored), a list
+                of ``Sentence``, or pre-tokenized sentences: lists of words, or dicts with
+                ``forms`` and optionally ``upos``, ``xpos``, ``feats``.
+            decoder: a registry decoder name; ``None`` for the run's.
+            batch_size: words per batch; ``None`` for the run's.
+            progress: called after each batch with the sentences done and the total.
+
+        Returns:
+            The sentences in input order, each a copy with ``heads`` (1-based, 0 for ROOT,
+            exactly one word on ROOT) and ``rels`` filled, and the same in its ``lines``: write
+            them with :func:`bockparse.data.write_conllu` to get the input file with only HEAD
+            and DEPREL replaced (comments, multiword tokens, empty nodes kept byte for byte).
+
+        Raises:
+            DataError: as :meth:`sentences`.
+            ValueError: an unknown decoder name.
+        """
+        sentences = self.sentences(data)
+        out: list[Sentence | None] = [None] * len(sentences)
+        itos = self.relations
+        for batch, heads, rels in self._trees(sentences, decoder, batch_size, progress):
+            heads, rels = heads.cpu().tolist(), rels.cpu().tolist()
+            for b, (sid, n) in enumerate(
+                zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
+            ):
+                labels = [itos[r] for r in rels[b][1 : n + 1]]
+                out[sid] = parsed(sentences[sid], heads[b][1 : n + 1], labels)
+        return out
+
+    def evaluate(
+        self,
+        path: str | os.PathLike,
+        decoder: str | None = None,
+        exclude_punct: str | None = None,
+        batch_size: int | None = None,
+    ) -> dict[str, Any]:
+        """UAS, LAS and LCM on a gold CoNLL-U file, with the training conventions.
+
+        Punctuation included unless ``exclude_punct`` names one of
+        :data:`bockparse.metrics.PUNCT_EXCLUSIONS`, ROOT excluded, LAS on base relations,
+        counts by :func:`bockparse.metrics.batch_counts`: on a run's test file, with the run's
+        decoder, batch size and exclusion, the scores of its ``metrics.json``.
+
+        Returns:
+            ``{"uas", "las", "lcm"}`` in percent and the integer counts ``words``, ``heads``,
+            ``labels``, ``sentences``, ``complete``.
+
+        Raises:
+            DataError: a malformed gold file (``FILE:LINE: reason``).
+            ValueError: an unknown decoder or exclusion.
+        """
+        gold = read_conllu(path, single_root=False, on_malformed="error", skip_option=None)
+        check_tags(gold, self.settings, self.vocabs, str(path))
+        total = torch.zeros(len(COUNTS), dtype=torch.long)
+        base_of = self._base_of.to(self.device)
+        exclude = exclude_punct is not None
+        for batch, heads, rels in self._trees(gold, decoder, batch_size, None, exclude_punct):
+            total += batch_counts(heads, rels, batch, base_of, exclude).cpu()
+        return {**rates(total), **dict(zip(COUNTS, total.tolist(), strict=True))}

@@ -1,0 +1,187 @@
+"""From a parser's input to batches: CoNLL-U files, ``Sentence`` objects or pre-tokenized
+sentences (lists of words, or dicts with ``forms`` and optionally ``upos``, ``xpos``,
+``feats``) become sentences (:func:`read_sentences`), checked against what the model reads
+(:func:`check_tags`, :func:`warn_long`), then batches of at most a word budget sorted by length,
+as in development evaluation (:func:`batches`); and predicted trees go back into copies of the
+sentences (:func:`parsed`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ..data.batch import Batch, Collator, TokenBudgetSampler
+from ..data.conllu import COLUMNS, DataError, Sentence, format_sentence, read_conllu
+from ..data.dataset import ParserDataset
+from ..data.subwords import WordPieces
+from ..data.vocab import SPECIALS, Vocabs
+from ..metrics import PUNCT_EXCLUSIONS
+from .settings import RunSettings
+
+log = logging.getLogger("bockparse.parser")
+
+# Sentences longer than this (words) are parsed with a warning: arc scores and exact decoding
+# are quadratic in the length (memory) and worse (time); see docs/prediction.md.
+LONG_SENTENCE_WORDS = 1000
+
+# Tag inputs of the scorer: input field -> (model switch, CoNLL-U column name)
+TAG_INPUTS = {
+    "upos": ("use_upos", "UPOS"),
+    "xpos": ("use_xpos", "XPOS"),
+    "feats": ("use_feats", "FEATS"),
+}
+
+
+def words_sentence(index: int, item: Any) -> Sentence:
+    """A sentence from pre-tokenized input: a list of words, or a mapping with ``forms`` and
+    optionally ``upos``, ``xpos``, ``feats`` (lists as long as ``forms``)."""
+    where = f"sentence {index}"
+    if isinstance(item, Mapping):
+        unknown = set(item) - {"forms", *TAG_INPUTS}
+        if unknown:
+            raise DataError(f"{where}: unknown keys {sorted(unknown)} (forms, upos, xpos, feats)")
+        if "forms" not in item:
+            raise DataError(f"{where}: no 'forms' (the list of its words)")
+        forms = list(item["forms"])
+        tags = {f: list(item.get(f, ["_"] * len(forms))) for f in TAG_INPUTS}
+    elif isinstance(item, Sequence) and not isinstance(item, str):
+        forms = list(item)
+        tags = {f: ["_"] * len(forms) for f in TAG_INPUTS}
+    else:
+        raise DataError(
+            f"{where}: a {type(item).__name__}; give each sentence as a list of words or a dict "
+            "with 'forms' (and optionally 'upos', 'xpos', 'feats')"
+        )
+    if not forms:
+        raise DataError(f"{where}: no words")
+    for field, values in tags.items():
+        if len(values) != len(forms):
+            raise DataError(f"{where}: {len(forms)} words but {len(values)} {field} values")
+    lines = []
+    for i, values in enumerate(
+        zip(forms, tags["upos"], tags["xpos"], tags["feats"], strict=True), 1
+    ):
+        for value, column in zip(values, ("FORM", "UPOS", "XPOS", "FEATS"), strict=True):
+            if not isinstance(value, str) or not value or {"\t", "\n", "\r"} & set(value):
+                raise DataError(
+                    f"{where}, word {i}: {column} {value!r} must be a non-empty string without "
+                    "tabs or line breaks"
+                )
+        form, upos, xpos, feats = values
+        lines.append("\t".join([str(i), form, "_", upos, xpos, feats, "_", "_", "_", "_"]))
+    return Sentence(
+        lines=lines,
+        line=0,
+        word_lines=list(range(len(forms))),
+        forms=forms,
+        lemmas=["_"] * len(forms),
+        upos=tags["upos"],
+        xpos=tags["xpos"],
+        feats=tags["feats"],
+        heads=[-1] * len(forms),
+        rels=["_"] * len(forms),
+    )
+
+
+def parsed(sentence: Sentence, heads: list[int], rels: list[str]) -> Sentence:
+    """A copy of ``sentence`` with its predicted tree, in its fields and in its lines."""
+    text = format_sentence(sentence, heads, rels)
+    return replace(sentence, lines=text[:-2].split("\n"), heads=heads, rels=rels, problems=[])
+
+
+def read_sentences(data: str | os.PathLike | Sequence[Any]) -> tuple[list[Sentence], str]:
+    """The sentences of an input (module doc) and a name for it in messages.
+
+    Raises:
+        DataError: a malformed file (``FILE:LINE: reason``) or sentence.
+    """
+    if isinstance(data, str | os.PathLike):
+        sentences = read_conllu(
+            data, single_root=True, on_malformed="error", trees=False, skip_option=None
+        )
+        return sentences, str(data)
+    items = enumerate(data)
+    return [s if isinstance(s, Sentence) else words_sentence(i, s) for i, s in items], "the input"
+
+
+def warn_long(sentences: Sequence[Sentence], limit: int | None, source: str) -> None:
+    """Warn once when sentences exceed ``limit`` words (``None``: never); they are parsed all
+    the same."""
+    long = [s for s in sentences if limit is not None and len(s) > limit]
+    if long:
+        longest = max(long, key=len)
+        log.warning("%s: %d sentence(s) longer than %d words (the longest, %d words, at line %d): "
+                    "each takes memory quadratic in its length (its N x N arc scores and the "
+                    "decoder's matrices) and more time; they are parsed whole, never truncated",
+                    source, len(long), limit, len(longest), longest.line)  # fmt: skip
+
+
+def check_tags(
+    sentences: Sequence[Sentence], settings: RunSettings, vocabs: Vocabs, source: str
+) -> None:
+    """A tag input the model uses must be in the input: not ``_`` on every word, unless ``_``
+    was all the training data had.
+
+    Raises:
+        DataError: naming the column and what to do.
+    """
+    if not sentences:
+        return
+    for field, (switch, column) in TAG_INPUTS.items():
+        if not settings.model["params"].get(switch):
+            continue
+        trained = set(getattr(vocabs, field).itos) - set(SPECIALS) - {"_"}
+        given = {v for s in sentences for v in getattr(s, field)}
+        if trained and given == {"_"}:
+            raise DataError(
+                f"{source}: the model uses {column} (model.{switch}: true) but the input has "
+                f"none ({column} is _ on every word): give {column} (CoNLL-U column "
+                f"{COLUMNS.index(column) + 1}, or '{field}' in each pre-tokenized sentence), "
+                "or use a model that does not need it, trained with model=biaffine-notags "
+                "(bockparse-train model=biaffine-notags ...)"
+            )
+
+
+def batches(
+    sentences: Sequence[Sentence],
+    vocabs: Vocabs,
+    settings: RunSettings,
+    wordpieces: WordPieces | None,
+    device: torch.device,
+    batch_size: int | None = None,
+    exclude_punct: str | None = None,
+) -> Iterator[Batch]:
+    """Batches of at most ``batch_size`` words (the run's when ``None``), sorted by length as in
+    development evaluation, on ``device``; ``Batch.sentence_ids`` index ``sentences``.
+    ``exclude_punct`` (a :data:`bockparse.metrics.PUNCT_EXCLUSIONS` name) sets ``Batch.punct``
+    to that exclusion's marks, else the run's punctuation.
+
+    Raises:
+        ValueError: an unknown exclusion.
+    """
+    if not sentences:
+        return
+    field, tags = settings.punct_field, settings.punct_tags
+    if exclude_punct is not None:
+        if exclude_punct not in PUNCT_EXCLUSIONS:
+            known = ", ".join(PUNCT_EXCLUSIONS)
+            raise ValueError(f"unknown punctuation exclusion {exclude_punct!r}; known: {known}")
+        field, tag_set = PUNCT_EXCLUSIONS[exclude_punct]
+        tags = sorted(tag_set)
+    dataset = ParserDataset(
+        sentences,
+        vocabs,
+        max_word_chars=settings.max_word_chars,
+        punct_field=field,
+        punct_tags=tags,
+        wordpieces=wordpieces,
+    )
+    size = settings.batch_size if batch_size is None else batch_size
+    collate = Collator(dataset)
+    for indices in TokenBudgetSampler(dataset.lengths, size, shuffle=False, seed=0):
+        yield collate(indices).to(device)
