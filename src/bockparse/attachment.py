@@ -1,5 +1,5 @@
 """UAS/LAS/LCM as a torchmetrics ``Metric`` for training and evaluation steps; the counts and
-their conventions are :mod:`bockparse.metrics` (which re-exports this class on first use)."""
+their conventions are :mod:`bockparse.metrics` (torch-free, for the light install)."""
 
 from __future__ import annotations
 

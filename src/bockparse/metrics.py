@@ -8,8 +8,8 @@ Counts are integers, summed across batches and DDP ranks; rates are computed fro
 Metric keys are ``{stage}/{name}``: ``val/uas``, ``val/las``, ``val/lcm``, ``test/...``.
 
 Only numpy and the CoNLL-U reader are needed (the light install, ``bockparse-eval``): counts take
-numpy arrays or tensors alike, and the torchmetrics ``AttachmentScores`` that training logs loads
-on first use.
+numpy arrays or tensors alike; the torchmetrics ``AttachmentScores`` that training logs lives in
+:mod:`bockparse.attachment`, which builds on these counts.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Sequence
-from importlib import import_module
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -309,12 +308,6 @@ def format_scores(result: dict[str, float]) -> str:
         f"({result['heads']} / {result['labels']} of {result['words']} words, "
         f"{result['complete']} of {result['sentences']} sentences)"
     )
-
-
-def __getattr__(name: str):
-    if name == "AttachmentScores":  # torchmetrics: only for training
-        return import_module(".attachment", __package__).AttachmentScores
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

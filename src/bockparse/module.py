@@ -21,22 +21,17 @@ import torch
 from torch import nn
 
 from . import predict as prediction
+from .attachment import AttachmentScores
 from .data.batch import Batch
 from .data.vocab import base_relation_ids
 from .decoders import get_decoder
 from .losses import LossOutput
-from .metrics import (
-    NAMES,
-    AttachmentScores,
-    batch_counts,
-    check_punct_exclusion,
-    metric_key,
-)
+from .metrics import NAMES, batch_counts, check_punct_exclusion, metric_key
 from .model.outputs import ParserScores
 from .schedule import StanzaSchedule
 from .trajectory import TrajectoryTrace
 
-STAGES = ("val", "test")
+EVAL_STAGES = ("val", "test")
 
 
 class ParserModule(pl.LightningModule):
@@ -93,7 +88,7 @@ class ParserModule(pl.LightningModule):
         self.max_grad_norm = max_grad_norm
         self.exclude_punct = exclude_punct
         self.trace = trace
-        self.metrics = nn.ModuleDict({s: AttachmentScores() for s in STAGES})
+        self.metrics = nn.ModuleDict({s: AttachmentScores() for s in EVAL_STAGES})
         self.decode_seconds = 0.0
         # LAS compares base relations: the base id of each relation id (not saved: derived).
         self.register_buffer(
@@ -105,9 +100,9 @@ class ParserModule(pl.LightningModule):
         # predictions, -1 at ROOT; every sentence once per epoch (under DDP, a rank's own
         # sentences until the epoch's end, then every rank's: _gather_predictions).
         self.predictions: dict[str, dict[int, tuple[torch.Tensor, torch.Tensor]]] = {
-            s: {} for s in STAGES
+            s: {} for s in EVAL_STAGES
         }
-        self.scores: dict[str, dict[str, float]] = {}  # last rates per stage, full precision
+        self.rates: dict[str, dict[str, float]] = {}  # last rates per stage, full precision
 
     # -- optimisation -------------------------------------------------------------------------
 
@@ -263,7 +258,7 @@ class ParserModule(pl.LightningModule):
 
     def _log_scores(self, stage: str) -> None:
         scores = self.metrics[stage].compute()
-        self.scores[stage] = scores
+        self.rates[stage] = scores
         for name in NAMES:
             self.log(metric_key(stage, name), scores[name], prog_bar=name == "las")
         self.log(metric_key(stage, "decode_seconds"), self.decode_seconds)

@@ -291,8 +291,8 @@ def evaluate(
         evaluate_stage(module, datamodule=datamodule, ckpt_path=str(checkpoint))
         path = rundir.predictions(run_dir, stage)
         module.write_predictions(stage, path)
-        result.update({metric_key(stage, n): module.scores[stage][n] for n in NAMES})
-        scores = ", ".join(f"{n.upper()} {module.scores[stage][n]:.2f}" for n in NAMES)
+        result.update({metric_key(stage, n): module.rates[stage][n] for n in NAMES})
+        scores = ", ".join(f"{n.upper()} {module.rates[stage][n]:.2f}" for n in NAMES)
         log.info("%s: %s; predictions in %s", stage, scores, path)
     return result
 

@@ -9,6 +9,10 @@ autograd through the selected scores then gives the subgradient ``1[T̂] - 1[T*]
 (eq. 10). With ``canonical_ties`` the oracle returns the canonical maximiser under ties
 (:func:`bockparse.predict.decode_canonical`: Bock's tree, at the value ``decoder`` finds), so
 that runs with different exact oracles select identical subgradients.
+
+Decoding overlaps the other loss terms: one background thread (``_background``) runs the
+loss-augmented decoding while the caller computes them; the decoders' own pool spreads the
+sentences over the CPUs.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from bockparse.attachment import AttachmentScores
 from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
 from bockparse.data.conllu import DataError
 from bockparse.data.vocab import base_relation, base_relation_ids
 from bockparse.metrics import (
-    AttachmentScores,
     attachment_counts,
     batch_counts,
     check_punct_exclusion,

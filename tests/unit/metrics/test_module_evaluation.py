@@ -31,7 +31,7 @@ def test_batch_counts_equal_the_written_file(tmp_path, monkeypatch, condition, e
     assert sorted(module.predictions["val"]) == list(range(len(sentences)))
     module.write_predictions("val", tmp_path / "val.conllu")
     from_file = evaluate_files(str(GOLD), str(tmp_path / "val.conllu"), exclude)
-    assert module.scores["val"] == {k: from_file[k] for k in ("uas", "las", "lcm")}
+    assert module.rates["val"] == {k: from_file[k] for k in ("uas", "las", "lcm")}
     words = sum(len(s) for s in sentences)
     assert (from_file["words"] < words) == (exclude is not None)
     assert 0 < from_file["heads"] < from_file["words"]
