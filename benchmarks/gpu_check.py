@@ -112,8 +112,8 @@ def measure(precision: str, args: argparse.Namespace, work: Path) -> Measurement
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    from bockparse.schedule import ScheduleCallback
-    from bockparse.train import CONF_DIR, build, evaluate
+    from bockparse.training.schedule import ScheduleCallback
+    from bockparse.training.train import CONF_DIR, build, evaluate
 
     m = Measurement(precision)
 

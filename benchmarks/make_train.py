@@ -6,12 +6,12 @@ Runs (``--train``, the ones whose folder has no ``metrics.json`` yet)::
         hydra.run.dir=RUNS/{fp32,bf16}/seedS
 
 one after the other, then reads every ``RUNS/<precision>/seed*/`` (``metrics.json``, and
-``timing.json`` from :mod:`bockparse.clock` where the run has one) and prints two tables: dev
-and test UAS/LAS per seed with mean ± sample standard deviation, and the wall-time split (mean
-seconds per part, the runs with a ``timing.json``). ``--keep DIR`` copies each run's small
-files (:func:`bockparse.experiments.publish.publish_run`: metrics, timing, logs, composed config,
-compressed predictions; never checkpoints) to ``DIR``, from which
-the tables regenerate (``--runs DIR``).
+``timing.json`` from :mod:`bockparse.training.clock` where the run has one) and prints two
+tables: dev and test UAS/LAS per seed with mean ± sample standard deviation, and the wall-time
+split (mean seconds per part, the runs with a ``timing.json``). ``--keep DIR`` copies each
+run's small files (:func:`bockparse.experiments.publish.publish_run`: metrics, timing, logs,
+composed config, compressed predictions; never checkpoints) to ``DIR``, from which the tables
+regenerate (``--runs DIR``).
 
     python benchmarks/make_train.py --runs outputs/make-train --train --seeds 1111 2222 3333 \\
         --keep benchmarks/results/make-train --output benchmarks/results/make_train.md

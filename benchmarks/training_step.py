@@ -89,7 +89,7 @@ def data_config(args: argparse.Namespace, root: Path, batch_words: int):
     ]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("train", overrides=overrides)
-    cfg.data.tokenizer = cfg.encoder.tokenizer  # as bockparse.train.build wires them
+    cfg.data.tokenizer = cfg.encoder.tokenizer  # as bockparse.training.train.build wires them
     cfg.data.max_length = cfg.encoder.max_length
     return cfg
 

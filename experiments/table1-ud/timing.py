@@ -1,5 +1,5 @@
 """Wall time of the published Table 1 stand-in runs, from their ``timing.json``
-(:mod:`bockparse.clock`): per experiment, the runs, the mean seconds per update and per
+(:mod:`bockparse.training.clock`): per experiment, the runs, the mean seconds per update and per
 development evaluation, the mean and summed wall time.
 
     python experiments/table1-ud/timing.py experiments/table1-ud/runs

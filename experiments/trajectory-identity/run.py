@@ -91,8 +91,8 @@ def train(setting: str, run: str, seed: int, force: bool) -> None:
                  f"hydra.run.dir={scratch}"]  # fmt: skip
     print(f"> {setting}/{run}/seed{seed}: {' '.join(overrides)}", flush=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    subprocess.run([sys.executable, "-m", "bockparse.train", *overrides], cwd=REPO, env=env,
-                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "bockparse.training.train", *overrides], cwd=REPO,
+                   env=env, check=True, stdout=subprocess.DEVNULL)  # fmt: skip
     shutil.rmtree(target, ignore_errors=True)
     for name in KEEP:
         (target / name).parent.mkdir(parents=True, exist_ok=True)

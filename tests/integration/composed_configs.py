@@ -15,7 +15,7 @@ from typing import Any
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bockparse.train import CONF_DIR
+from bockparse.training.train import CONF_DIR
 
 # The Hydra settings that decide where a run goes and what runs; the rest of ``hydra`` is
 # Hydra's own machinery.

@@ -15,8 +15,8 @@ from composed_configs import flat_config, flat_configs
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from bockparse.experiments.checks import DATA_ENV
-from bockparse.train import CONF_DIR, build, resolve_run_precision
+from bockparse.training.checks import DATA_ENV
+from bockparse.training.train import CONF_DIR, build, resolve_run_precision
 
 REPO = Path(CONF_DIR).parent
 FIXTURES = REPO / "tests" / "fixtures" / "composed"
@@ -63,7 +63,7 @@ INTENDED: list[tuple[Any, ...]] = [
     # RequireData (the data files exist, the UD root is given) now checks every run, not only
     # the Table 1 experiments'.
     ("hydra.callbacks", {}, "hydra.callbacks.require_data._target_",
-     "bockparse.experiments.checks.RequireData"),
+     "bockparse.training.checks.RequireData"),
     # The ablation sweeps loss x decoder instead of a condition x its decoder ...
     ("hydra.sweeper.params.condition", "local-ce,hinge-cle,crf",
      "hydra.sweeper.params.loss", "local-ce,hinge,crf"),
@@ -91,9 +91,9 @@ INTENDED: list[tuple[Any, ...]] = [
      "optim.schedule.stage2_transformer_lr_scale", 1.0, CPU_BUDGET),
     ("optim.schedule.stage2_transformer_lr_scale", ABSENT,
      "optim.schedule.stage2_transformer_lr_scale", 1e-3),
-    # The schedule is one object (bockparse.schedule.StanzaSchedule) built from conf/optim.
+    # The schedule is one object (bockparse.training.schedule.StanzaSchedule) built from conf/optim.
     ("optim.schedule._target_", ABSENT, "optim.schedule._target_",
-     "bockparse.schedule.StanzaSchedule"),
+     "bockparse.training.schedule.StanzaSchedule"),
     ("optim.schedule.stage2_warmup", ABSENT, "optim.schedule.stage2_warmup",
      _same_as("optim.stage2_warmup")),
     ("optim.schedule.transformer_warmup", ABSENT, "optim.schedule.transformer_warmup",
@@ -130,6 +130,9 @@ INTENDED: list[tuple[Any, ...]] = [
     # 32-true (same numbers on every CPU).
     ("trainer.precision", "32-true", "trainer.precision", "auto", CPU_BUDGET),
     ("trainer.precision", "32-true", "trainer.precision", "auto", ("default",)),
+    # The training side is one package, bockparse.training (issue 28): its classes' paths.
+    ("hydra.callbacks.require_data._target_", "bockparse.experiments.checks.RequireData",
+     "hydra.callbacks.require_data._target_", "bockparse.training.checks.RequireData"),
 ]  # fmt: skip
 
 # The Table 1 stand-in at the paper's parser (issue 18): table1-ud-ewt and table1-ud-gsd compose

@@ -20,7 +20,7 @@ from hydra.utils import instantiate
 
 from bockparse.data import read_conllu
 from bockparse.metrics import evaluate_files
-from bockparse.train import CONF_DIR, CONFIG_KEY, build, evaluate
+from bockparse.training.train import CONF_DIR, CONFIG_KEY, build, evaluate
 
 REPO = Path(CONF_DIR).parent
 SAMPLE = REPO / "data/ud-english-ewt-sample"
@@ -30,8 +30,8 @@ DDP = ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.p
 def train(run_dir: Path, *overrides: str, kill_when=None) -> subprocess.CompletedProcess | None:
     """``bockparse-train experiment=smoke`` in ``run_dir`` (its own process group); with
     ``kill_when``, SIGKILL to the whole group (both ranks) once it returns True."""
-    cmd = [sys.executable, "-m", "bockparse.train", "experiment=smoke", f"hydra.run.dir={run_dir}",
-           "trainer.enable_progress_bar=false", *overrides]  # fmt: skip
+    cmd = [sys.executable, "-m", "bockparse.training.train", "experiment=smoke",
+           f"hydra.run.dir={run_dir}", "trainer.enable_progress_bar=false", *overrides]  # fmt: skip
     env = {**os.environ, "WANDB_MODE": "disabled"}
     if kill_when is None:
         return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800, env=env)
@@ -48,7 +48,7 @@ def train(run_dir: Path, *overrides: str, kill_when=None) -> subprocess.Complete
 def schedule_lines(log: Path) -> list[str]:
     """The schedule's decisions in a rank's log, without the time stamps."""
     lines = log.read_text(encoding="utf-8").splitlines()
-    return [line.split(" - ", 1)[1] for line in lines if "[bockparse.schedule]" in line]
+    return [line.split(" - ", 1)[1] for line in lines if "[bockparse.training.schedule]" in line]
 
 
 @pytest.fixture(scope="module")

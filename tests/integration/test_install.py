@@ -93,7 +93,7 @@ def test_every_console_script_answers_help(script, monkeypatch, capsys):
 
 def test_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "hydra", None)  # import hydra now fails
-    monkeypatch.delitem(sys.modules, "bockparse.train", raising=False)
+    monkeypatch.delitem(sys.modules, "bockparse.training.train", raising=False)
     monkeypatch.setattr(sys, "argv", ["bockparse-train", "experiment=smoke"])
     assert cli.train() == 1
     err = capsys.readouterr().err

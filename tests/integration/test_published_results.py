@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bockparse.experiments.table import main as table_main
-from bockparse.train import CONF_DIR
+from bockparse.training.train import CONF_DIR
 
 REPO = Path(CONF_DIR).parent
 # experiment folder -> (committed run folders, bockparse-table options, files it writes).

@@ -12,7 +12,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bockparse.train import CONF_DIR, CONFIG_KEY, ResumeError, config_differences, run
+from bockparse.training.train import CONF_DIR, CONFIG_KEY, ResumeError, config_differences, run
 
 REPO = Path(CONF_DIR).parent
 
@@ -79,7 +79,7 @@ def test_config_differences_lists_only_what_differs():
 def test_a_finished_run_is_not_trained_again(tmp_path, caplog):
     done = {"test/las": 12.5, "best_step": 3}
     (tmp_path / "metrics.json").write_text(json.dumps(done), encoding="utf-8")
-    with caplog.at_level("INFO", logger="bockparse.train"):
+    with caplog.at_level("INFO", logger="bockparse.training.train"):
         assert run(composed("resume=true"), tmp_path) == done
     assert "is finished" in caplog.text
     assert not (tmp_path / "checkpoints").exists()
@@ -89,7 +89,7 @@ def test_a_finished_run_is_not_trained_again(tmp_path, caplog):
 def test_the_command_line_exits_0_when_finished_and_1_on_a_damaged_checkpoint(tmp_path):
     def train(run_dir: Path) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "bockparse.train", "experiment=smoke", "resume=true",
+            [sys.executable, "-m", "bockparse.training.train", "experiment=smoke", "resume=true",
              f"hydra.run.dir={run_dir}"],
             cwd=REPO, capture_output=True, text=True, timeout=600,
         )  # fmt: skip

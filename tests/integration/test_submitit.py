@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from bockparse.train import CONF_DIR
+from bockparse.training.train import CONF_DIR
 
 REPO = Path(CONF_DIR).parent
 # The settings every submitit executor shares (the plugin's BaseQueueConf); the rest of
@@ -39,7 +39,8 @@ def test_submitit_sweep_with_the_slurm_settings_completes_and_is_tabulated(tmp_p
 
     sweep = tmp_path / "sweep"
     proc = subprocess.run(
-        [sys.executable, "-m", "bockparse.train", "-m", "experiment=smoke", "condition=local-ce",
+        [sys.executable, "-m", "bockparse.training.train", "-m", "experiment=smoke",
+         "condition=local-ce",
          "seed=1111,2222", "hydra/launcher=submitit_local", *slurm_settings(),
          f"hydra.sweep.dir={sweep}", "trainer.enable_progress_bar=false"],
         cwd=REPO, capture_output=True, text=True, timeout=1800,

@@ -14,7 +14,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bockparse.train import CONF_DIR
+from bockparse.training.train import CONF_DIR
 
 REPO = Path(CONF_DIR).parent
 SWEEPS = sorted(p.stem for p in (Path(CONF_DIR) / "sweep").glob("*.yaml"))
@@ -157,7 +157,7 @@ def test_launchers_compose():
 
 def test_missing_treebank_stops_before_training(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "bockparse.train", "experiment=table1-ptb", "sweep=table1",
+        [sys.executable, "-m", "bockparse.training.train", "experiment=table1-ptb", "sweep=table1",
          f"hydra.sweep.dir={tmp_path / 'sweep'}"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -172,7 +172,8 @@ def test_missing_treebank_stops_before_training(tmp_path):
 def _train(*overrides: str, timeout: int = 1800) -> subprocess.CompletedProcess:
     env = {**os.environ, "WANDB_MODE": "disabled"}
     return subprocess.run(
-        [sys.executable, "-m", "bockparse.train", *overrides, "trainer.enable_progress_bar=false"],
+        [sys.executable, "-m", "bockparse.training.train", *overrides,
+         "trainer.enable_progress_bar=false"],
         cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env,
     )  # fmt: skip
 

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import get_class, instantiate
 
 from bockparse.decoders import METHODS
-from bockparse.train import CONF_DIR, run
+from bockparse.training.train import CONF_DIR, run
 
 CONDITIONS = sorted(p.stem for p in (Path(CONF_DIR) / "condition").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
@@ -52,7 +52,7 @@ def test_short_run_writes_every_output(tmp_path, monkeypatch, caplog):
 
     import torch
 
-    from bockparse.module import ParserModule
+    from bockparse.training.module import ParserModule
 
     monkeypatch.chdir(REPO)  # the sample's path is relative to the repository
     modes: list[bool] = []
@@ -132,7 +132,7 @@ def _train(tmp_path: Path, *overrides: str, wait_for: Callable[[], bool] | None 
     cmd = [
         sys.executable,
         "-m",
-        "bockparse.train",
+        "bockparse.training.train",
         "experiment=smoke",
         "condition=local-ce",
         f"hydra.run.dir={tmp_path}",
@@ -173,7 +173,7 @@ def test_make_train_runs_on_a_cpu_without_native_bf16(tmp_path):
     from bockparse.metrics import evaluate_files
 
     env = {**os.environ, FORCE_ENV: "0", ISA_ENV: "AVX2"}
-    cmd = [sys.executable, "-m", "bockparse.train", "experiment=ewt-sample-cpu",
+    cmd = [sys.executable, "-m", "bockparse.training.train", "experiment=ewt-sample-cpu",
            "optim.max_steps=2", "optim.eval_every=2", "logger.wandb.enabled=false",
            "trainer.enable_progress_bar=false", f"hydra.run.dir={tmp_path}"]  # fmt: skip
     out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
@@ -319,7 +319,7 @@ def test_paper_experiments_compose_to_the_paper_settings(experiment, extra):
 
 
 def test_a_transition_parser_refuses_a_graph_decoder(tmp_path, monkeypatch):
-    from bockparse.train import build
+    from bockparse.training.train import build
 
     monkeypatch.chdir(REPO)
     cfg = composed("experiment=smoke", "~condition", "loss=transition", "decoder=bock")

@@ -11,7 +11,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from bockparse.train import CONF_DIR, run
+from bockparse.training.train import CONF_DIR, run
 
 REPO = Path(CONF_DIR).parent
 DETERMINISTIC = ("experiment=smoke", "trace.enabled=true", "trainer.deterministic=true",

@@ -1,10 +1,10 @@
-"""The run clock's process age and split (bockparse.clock)."""
+"""The run clock's process age and split (bockparse.training.clock)."""
 
 import time
 
 import pytest
 
-from bockparse.clock import RunClock, process_seconds
+from bockparse.training.clock import RunClock, process_seconds
 
 
 def test_process_seconds_grows_and_counts_the_time_before_import():

@@ -14,8 +14,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from bockparse import rundir
-from bockparse.experiments.checks import setting_problems
-from bockparse.train import CONF_DIR, SettingsError, _csv_logger, run
+from bockparse.training.checks import setting_problems
+from bockparse.training.train import CONF_DIR, SettingsError, _csv_logger, run
 
 
 def test_write_atomic_follows_the_umask_and_leaves_no_temporary(tmp_path):
@@ -104,7 +104,7 @@ def test_settings_that_cannot_work_are_refused_first(override, message, tmp_path
 
 def test_the_command_line_refuses_a_bad_setting_in_one_line(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "bockparse.train", "experiment=smoke", "optim.eval_every=0",
+        [sys.executable, "-m", "bockparse.training.train", "experiment=smoke", "optim.eval_every=0",
          f"hydra.run.dir={tmp_path}"],
         cwd=Path(CONF_DIR).parent, capture_output=True, text=True, timeout=300,
     )  # fmt: skip

@@ -1,6 +1,6 @@
-"""Stanza's schedule (bockparse.schedule) on scripted dev scores and a fake trainer: plateau decay,
-the freeze and warm-ups, the switch by patience and by step with the best model reloaded, the
-stop, ties, checkpoint files and a resume in the middle of stage 2."""
+"""Stanza's schedule (bockparse.training.schedule) on scripted dev scores and a fake trainer:
+plateau decay, the freeze and warm-ups, the switch by patience and by step with the best model
+reloaded, the stop, ties, checkpoint files and a resume in the middle of stage 2."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from bockparse.schedule import ScheduleCallback, StanzaSchedule, WarmupPlateau
+from bockparse.training.schedule import ScheduleCallback, StanzaSchedule, WarmupPlateau
 
 SETTINGS = dict(
     plateau_patience=200,

@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from bockparse.module import ParserModule
-from bockparse.schedule import StanzaSchedule
+from bockparse.training.module import ParserModule
+from bockparse.training.schedule import StanzaSchedule
 
 
 class Toy(nn.Module):

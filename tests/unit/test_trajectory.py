@@ -10,7 +10,7 @@ from torch import nn
 
 from bockparse.losses.common import LossOutput, OracleCall
 from bockparse.predict import decode_heads
-from bockparse.trajectory import FIELDS, TrajectoryTrace, parameter_hash, tied_optima
+from bockparse.training.trajectory import FIELDS, TrajectoryTrace, parameter_hash, tied_optima
 
 
 def symmetric_call(single_root: bool = True) -> OracleCall:

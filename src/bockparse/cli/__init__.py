@@ -71,8 +71,8 @@ def eval_files() -> int:
 
 
 def train() -> int:
-    """``bockparse-train`` (:mod:`bockparse.train`)."""
-    return run("bockparse.train")
+    """``bockparse-train`` (:mod:`bockparse.training.train`)."""
+    return run("bockparse.training.train")
 
 
 def table() -> int:

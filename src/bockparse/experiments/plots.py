@@ -4,7 +4,7 @@ and the root-constraint bars.
 Development curves come from each run's CSV log (``csv/metrics.csv``, Lightning's CSVLogger).
 Lightning logs the evaluation after update ``u`` at ``step = u - 1``, so the update is
 ``step + 1``; the last ``val/las`` row before the first ``test/las`` row is the final
-re-evaluation of the selected checkpoint by :func:`bockparse.train.run`, not a point of the
+re-evaluation of the selected checkpoint by :func:`bockparse.training.train.run`, not a point of the
 curve, and is dropped.
 """
 

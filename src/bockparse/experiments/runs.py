@@ -1,7 +1,8 @@
 """Finding the run folders of ``bockparse-train`` and reading what each one left behind.
 
 A run folder holds ``.hydra/config.yaml`` (written by Hydra when the job starts) and, once the
-run has finished, ``metrics.json`` (written last, atomically, by :func:`bockparse.train.run`).
+run has finished, ``metrics.json`` (written last, atomically, by
+:func:`bockparse.training.train.run`).
 A folder with the first and not the second is a *failed* run (crashed, killed, or still
 running); it is reported, never averaged over.
 """

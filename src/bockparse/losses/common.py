@@ -118,7 +118,7 @@ def auxiliary_loss(scores: ParserScores, heads: torch.Tensor, mask: torch.Tensor
 @dataclass
 class OracleCall:
     """The loss-augmented problem a structured loss solved at one update, and its answer (for
-    :class:`bockparse.trajectory.TrajectoryTrace`).
+    :class:`bockparse.training.trajectory.TrajectoryTrace`).
 
     Attributes:
         scores: float32 ``[B, N, N]`` on the CPU, ``S + Δ`` exactly as the oracle received it.

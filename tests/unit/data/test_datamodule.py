@@ -20,7 +20,7 @@ from bockparse.data import (
     Vocabs,
     read_conllu,
 )
-from bockparse.experiments.checks import DATA_ENV
+from bockparse.training.checks import DATA_ENV
 
 CONFIGS = ("ewt-sample", "ud-english-ewt", "ud-chinese-gsd", "ptb", "ctb")
 

@@ -8,8 +8,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bockparse.experiments.checks import DATA_ENV, RequireData, data_problems, swept_keys
-from bockparse.train import CONF_DIR
+from bockparse.training.checks import DATA_ENV, RequireData, data_problems, swept_keys
+from bockparse.training.train import CONF_DIR
 
 REPO = Path(CONF_DIR).parent
 

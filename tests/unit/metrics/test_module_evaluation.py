@@ -10,7 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from bockparse.metrics import evaluate_files
-from bockparse.train import CONF_DIR, build
+from bockparse.training.train import CONF_DIR, build
 
 REPO = Path(__file__).resolve().parents[3]
 GOLD = REPO / "data" / "ud-english-ewt-sample" / "en_ewt-ud-dev.conllu"

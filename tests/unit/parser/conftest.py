@@ -16,7 +16,7 @@ from hydra.utils import instantiate
 from bockparse.data import Vocabs, read_conllu
 from bockparse.data.subwords import WordPieces
 from bockparse.parser import Parser, run_settings
-from bockparse.train import CONF_DIR
+from bockparse.training.train import CONF_DIR
 
 REPO = Path(CONF_DIR).parent
 SAMPLE = REPO / "data" / "ud-english-ewt-sample"
@@ -65,7 +65,7 @@ def _shared_run(tmp_path_factory, name: str, *overrides: str) -> Path:
                 [
                     sys.executable,
                     "-m",
-                    "bockparse.train",
+                    "bockparse.training.train",
                     *RUN_OVERRIDES,
                     *overrides,
                     f"hydra.run.dir={run_dir}",

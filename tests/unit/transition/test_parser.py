@@ -11,7 +11,7 @@ from hydra.utils import instantiate
 
 from bockparse.decoders.eisner import is_projective
 from bockparse.decoders.trees import is_tree
-from bockparse.train import CONF_DIR
+from bockparse.training.train import CONF_DIR
 from bockparse.transition import (
     NonProjectiveError,
     TransitionLoss,

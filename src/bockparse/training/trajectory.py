@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from torch import nn
 
-from .decoders import get_decoder, kbest
-from .losses.common import LossOutput, OracleCall
-from .predict import decode_heads
+from ..decoders import get_decoder, kbest
+from ..losses.common import LossOutput, OracleCall
+from ..predict import decode_heads
 
 FIELDS = (
     "update",

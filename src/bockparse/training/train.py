@@ -5,9 +5,9 @@ dev LAS (the later one on ties), then evaluates it on dev and test. The run fold
 ``hydra.run.dir``) receives the composed config (``.hydra/``), ``train.log`` (the config's
 choices, every evaluation, decay, stage switch, the stop reason and where the outputs went),
 ``checkpoints/best.ckpt`` (weights only) and ``last.ckpt`` (full state, for ``resume=true``; see
-:mod:`bockparse.schedule`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json``,
-``timing.json`` (the wall time by part, :mod:`bockparse.clock`), ``environment.json`` (package
-versions, CPU and GPU, the precision chosen and why: :func:`bockparse.hardware.environment`) and
+:mod:`.schedule`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json``,
+``timing.json`` (the wall time by part, :mod:`.clock`), ``environment.json`` (package versions,
+CPU and GPU, the precision chosen and why: :func:`bockparse.hardware.environment`) and
 the CSV log; every file is written atomically.
 
 ``trainer.precision: auto`` (every CPU preset's default) resolves before anything is built
@@ -47,18 +47,18 @@ from lightning.pytorch.loggers import CSVLogger, Logger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
-from . import rundir
+from .. import rundir
+from ..data.conllu import DataError
+from ..hardware import AUTO, device_type_of, environment, resolve_precision, warn_if_emulated
+from ..metrics import NAMES, metric_key
+from ..modelfile import ModelError, UnsafeFileError, load_tensors, spec_from_config
+from .checks import setting_problems
 from .clock import RunClock
-from .data.conllu import DataError
-from .experiments.checks import setting_problems
-from .hardware import AUTO, device_type_of, environment, resolve_precision, warn_if_emulated
-from .metrics import NAMES, metric_key
-from .modelfile import ModelError, UnsafeFileError, load_tensors, spec_from_config
 from .module import ParserModule
 from .schedule import ScheduleCallback, save_atomic
 from .trajectory import TrajectoryTrace
 
-log = logging.getLogger("bockparse.train")
+log = logging.getLogger("bockparse.training.train")
 
 # The composed config, saved in every checkpoint under this key (``resume=true`` compares it).
 CONFIG_KEY = "bockparse_config"
@@ -163,7 +163,7 @@ def resolve_run_precision(cfg: DictConfig, saved: dict[str, Any] | None = None) 
 
 # The Hydra tree: package data in an installed wheel (setup.py ships conf/ as bockparse/conf),
 # the repository's top-level conf/ in a checkout (editable install or PYTHONPATH=src).
-_PACKAGED_CONF = Path(__file__).resolve().parent / "conf"
+_PACKAGED_CONF = Path(__file__).resolve().parents[1] / "conf"  # bockparse/conf
 CONF_DIR = str(_PACKAGED_CONF if _PACKAGED_CONF.is_dir() else _PACKAGED_CONF.parents[2] / "conf")
 
 
@@ -298,7 +298,7 @@ def evaluate(
 
 
 class SettingsError(ValueError):
-    """A setting that cannot work (:func:`bockparse.experiments.checks.setting_problems`)."""
+    """A setting that cannot work (:func:`bockparse.training.checks.setting_problems`)."""
 
 
 def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
@@ -342,7 +342,7 @@ def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     pl.seed_everything(cfg.seed, workers=True)
     datamodule, module = build(cfg, run_dir)
     loggers = make_loggers(cfg, run_dir, resumed_step)
-    clock = RunClock()  # before the schedule callback: see bockparse.clock
+    clock = RunClock()  # before the schedule callback: see bockparse.training.clock
     trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
                                       callbacks=[clock, callback, SaveConfig(cfg)],
                                       default_root_dir=str(run_dir))  # fmt: skip

@@ -4,9 +4,9 @@ Training follows the Bock paper's protocol (§5 and its appendix): the condition
 ``training_step``; development and test batches decoded with the condition's decoder under the
 single-root constraint; Stanza's two optimisers, stage 1 (Adadelta) then stage 2 (Adam). The
 stage, the learning-rate factors, the freeze and the warm-ups belong to the run's
-:class:`bockparse.schedule.StanzaSchedule`, which the module asks for the current learning rates
-and saves in every checkpoint. Optimisation is manual so that the active stage and the learning
-rates are explicit. Every number comes from ``conf/optim``.
+:class:`bockparse.training.schedule.StanzaSchedule`, which the module asks for the current
+learning rates and saves in every checkpoint. Optimisation is manual so that the active stage
+and the learning rates are explicit. Every number comes from ``conf/optim``.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ import lightning.pytorch as pl
 import torch
 from torch import nn
 
-from . import predict as prediction
-from .attachment import AttachmentScores
-from .data.batch import Batch
-from .data.vocab import base_relation_ids
-from .decoders import get_decoder
-from .losses import LossOutput
-from .metrics import NAMES, batch_counts, check_punct_exclusion, metric_key
-from .model.outputs import ParserScores
+from .. import predict as prediction
+from ..attachment import AttachmentScores
+from ..data.batch import Batch
+from ..data.vocab import base_relation_ids
+from ..decoders import get_decoder
+from ..losses import LossOutput
+from ..metrics import NAMES, batch_counts, check_punct_exclusion, metric_key
+from ..model.outputs import ParserScores
 from .schedule import StanzaSchedule
 from .trajectory import TrajectoryTrace
 
@@ -50,7 +50,7 @@ class ParserModule(pl.LightningModule):
         max_grad_norm: gradient clipping by norm.
         exclude_punct: a punctuation exclusion of :mod:`bockparse.metrics` for the dev/test
             scores, or ``None`` (punctuation included, as in the paper's main results).
-        trace: the per-update trace (:mod:`bockparse.trajectory`), or ``None`` (off).
+        trace: the per-update trace (:mod:`bockparse.training.trajectory`), or ``None`` (off).
     """
 
     def __init__(

@@ -49,9 +49,9 @@ from typing import Any
 
 import lightning.pytorch as pl
 
-from .metrics import metric_key
-from .modelfile import load_tensors
-from .rundir import BEST, BEST_OF_LAST, LAST, atomic_path
+from ..metrics import metric_key
+from ..modelfile import load_tensors
+from ..rundir import BEST, BEST_OF_LAST, LAST, atomic_path
 
 log = logging.getLogger(__name__)
 
