@@ -137,7 +137,7 @@ def measure(precision: str, args: argparse.Namespace, work: Path) -> Measurement
         cfg = compose("train", overrides=overrides)
     run_dir = work / precision
     pl.seed_everything(cfg.seed, workers=True)
-    datamodule, module = build(cfg, run_dir)
+    datamodule, module = build(cfg)
     schedule = ScheduleCallback(run_dir / "checkpoints", **cfg.optim.last_checkpoint)
     trainer = instantiate(cfg.trainer, logger=False, callbacks=[schedule, StepTimer()],
                           default_root_dir=str(run_dir))  # fmt: skip

@@ -290,7 +290,7 @@ def test_every_experiment_instantiates(experiment, tmp_path, monkeypatch):
             overrides.append("trainer=cpu")
         cfg = compose("train", overrides=overrides)
     assert cfg.experiment_name == experiment
-    datamodule, module = build(cfg, tmp_path)
+    datamodule, module = build(cfg)
     assert module.decoder == cfg.decoder and module.relations == datamodule.vocabs.rels.itos
     resolve_run_precision(cfg)
     trainer = instantiate(cfg.trainer, logger=False, default_root_dir=str(tmp_path))

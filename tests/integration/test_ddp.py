@@ -20,6 +20,7 @@ from hydra.utils import instantiate
 
 from bockparse.data import read_conllu
 from bockparse.metrics import evaluate_files
+from bockparse.training.predictions import PredictionWriter
 from bockparse.training.train import CONF_DIR, CONFIG_KEY, build, evaluate
 
 REPO = Path(CONF_DIR).parent
@@ -85,9 +86,12 @@ def test_ddp_predicts_every_test_sentence_once_scored_as_the_conll_2018_evaluato
 def test_one_process_evaluates_the_checkpoint_exactly_as_two(ddp_run, tmp_path):
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("train", overrides=["experiment=smoke", "trainer.enable_progress_bar=false"])
-    datamodule, module = build(cfg, tmp_path)
-    trainer = instantiate(cfg.trainer, logger=False, default_root_dir=str(tmp_path))
-    one = evaluate(trainer, module, datamodule, ddp_run / "checkpoints/best.ckpt", tmp_path)
+    datamodule, module = build(cfg)
+    writer = PredictionWriter()
+    trainer = instantiate(cfg.trainer, logger=False, default_root_dir=str(tmp_path),
+                          callbacks=[writer])  # fmt: skip
+    one = evaluate(trainer, module, datamodule, writer, ddp_run / "checkpoints/best.ckpt",
+                   tmp_path)  # fmt: skip
     two = json.loads((ddp_run / "metrics.json").read_text(encoding="utf-8"))
     assert one == {key: two[key] for key in one}  # exactly: the same counts
     for stage in ("val", "test"):

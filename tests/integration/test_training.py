@@ -324,5 +324,5 @@ def test_a_transition_parser_refuses_a_graph_decoder(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     cfg = composed("experiment=smoke", "~condition", "loss=transition", "decoder=bock")
     with pytest.raises(ValueError, match=r"predicts its trees itself.*decoder=bock"):
-        build(cfg, tmp_path)
+        build(cfg)
     assert composed("experiment=smoke", "~condition", "loss=transition").decoder is None

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
@@ -28,10 +27,8 @@ from ..decoders import get_decoder
 from ..losses import LossOutput
 from ..metrics import NAMES, batch_counts, check_punct_exclusion, metric_key
 from ..model.outputs import ParserScores
+from .predictions import EVAL_STAGES
 from .schedule import StanzaSchedule
-from .trajectory import TrajectoryTrace
-
-EVAL_STAGES = ("val", "test")
 
 
 class ParserModule(pl.LightningModule):
@@ -50,7 +47,10 @@ class ParserModule(pl.LightningModule):
         max_grad_norm: gradient clipping by norm.
         exclude_punct: a punctuation exclusion of :mod:`bockparse.metrics` for the dev/test
             scores, or ``None`` (punctuation included, as in the paper's main results).
-        trace: the per-update trace (:mod:`bockparse.training.trajectory`), or ``None`` (off).
+
+    Attributes:
+        last_output: the last update's ``LossOutput`` (the per-update trace reads it:
+            :class:`.trajectory.TraceCallback`).
     """
 
     def __init__(
@@ -65,7 +65,6 @@ class ParserModule(pl.LightningModule):
         schedule: StanzaSchedule,
         max_grad_norm: float,
         exclude_punct: str | None,
-        trace: TrajectoryTrace | None = None,
     ) -> None:
         super().__init__()
         decodes_itself = callable(getattr(scorer, "predict", None))
@@ -87,7 +86,7 @@ class ParserModule(pl.LightningModule):
         self.schedule = schedule
         self.max_grad_norm = max_grad_norm
         self.exclude_punct = exclude_punct
-        self.trace = trace
+        self.last_output: LossOutput | None = None
         self.metrics = nn.ModuleDict({s: AttachmentScores() for s in EVAL_STAGES})
         self.decode_seconds = 0.0
         # LAS compares base relations: the base id of each relation id (not saved: derived).
@@ -96,12 +95,6 @@ class ParserModule(pl.LightningModule):
             torch.tensor(base_relation_ids(self.relations)[1], dtype=torch.long),
             persistent=False,
         )
-        # Per stage, sentence id -> (heads, rels): int64 [n + 1] CPU rows of the padded
-        # predictions, -1 at ROOT; every sentence once per epoch (under DDP, a rank's own
-        # sentences until the epoch's end, then every rank's: _gather_predictions).
-        self.predictions: dict[str, dict[int, tuple[torch.Tensor, torch.Tensor]]] = {
-            s: {} for s in EVAL_STAGES
-        }
         self.rates: dict[str, dict[str, float]] = {}  # last rates per stage, full precision
 
     # -- optimisation -------------------------------------------------------------------------
@@ -151,9 +144,6 @@ class ParserModule(pl.LightningModule):
             group["lr"] = base * self.schedule.lr_factor(group["name"])
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
-        start = time.perf_counter()
-        if self.trace is not None and not self.trace.started:
-            self.trace.start(self, self.global_step)  # the parameters before this update
         optimizer = self.optimizers()[self.stage - 1]
         out = self.loss(self.scorer(batch), batch)
         if not torch.isfinite(out.loss):
@@ -177,11 +167,7 @@ class ParserModule(pl.LightningModule):
                      reduce_fx="sum", batch_size=size)  # fmt: skip
         for group in optimizer.optimizer.param_groups:
             self.log(f"lr/{group['name']}", group["lr"], batch_size=size)
-        if self.trace is not None:  # global_step counts this update already
-            seconds = time.perf_counter() - start
-            traced = self.trace.record(self.global_step, out, size, self, seconds)
-            for name, value in traced.items():
-                self.log(f"trace/{name}", value, batch_size=size)
+        self.last_output = out
         return out.loss.detach()
 
     # -- evaluation ---------------------------------------------------------------------------
@@ -206,49 +192,13 @@ class ParserModule(pl.LightningModule):
         self.decode_seconds += time.perf_counter() - start
         return heads, rels
 
-    def _evaluate(self, stage: str, batch: Batch) -> None:
-        """Predict a batch, add its counts to the stage's metric and keep its trees."""
+    def _evaluate(self, stage: str, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Predict a batch and add its counts to the stage's metric; returns the trees (the
+        :class:`.predictions.PredictionWriter` keeps them)."""
         heads, rels = self.predict_trees(batch)
         exclude = self.exclude_punct is not None
         self.metrics[stage].update(batch_counts(heads, rels, batch, self.base_of, exclude))
-        done = self.predictions[stage]
-        heads, rels = heads.cpu(), rels.cpu()
-        for b, (sid, n) in enumerate(zip(batch.sentence_ids.tolist(), batch.lengths.tolist(),
-                                         strict=True)):  # fmt: skip
-            if sid in done:
-                raise RuntimeError(f"{stage}: sentence {sid} predicted twice in one epoch")
-            done[sid] = (heads[b, : n + 1], rels[b, : n + 1])
-
-    def _gather_predictions(self, stage: str) -> None:
-        """Under DDP, give every rank the trees of all ranks (Lightning's ``all_gather``).
-
-        Each rank fills an int64 ``[S, N_max]`` table (``S`` sentences of the split) with its
-        own trees and ``-2`` elsewhere; after the gather, every sentence must have exactly one
-        owner (the evaluation samplers deal each sentence to one rank, without padding).
-
-        Raises:
-            RuntimeError: a sentence predicted by no rank or by several.
-        """
-        if self.trainer.world_size == 1:
-            return
-        done = self.predictions[stage]
-        dataset = self.trainer.datamodule.dataset(stage)
-        shape = (len(dataset), int(dataset.lengths.max(initial=0)) + 1)
-        tables = torch.full((2, *shape), -2, dtype=torch.long)  # heads, rels
-        for sid, (heads, rels) in done.items():
-            tables[0, sid, : len(heads)] = heads
-            tables[1, sid, : len(rels)] = rels
-        gathered = self.all_gather(tables.to(self.device)).cpu()  # [W, 2, S, N_max]
-        owned = gathered[:, 0, :, 0] != -2  # ROOT's head is -1 in a predicted row
-        owners = owned.sum(0)  # [S]
-        if not bool((owners == 1).all()):
-            bad = torch.nonzero(owners != 1).flatten().tolist()[:10]
-            raise RuntimeError(f"{stage}: sentences {bad} predicted by {owners[bad].tolist()} "
-                               "ranks instead of one")  # fmt: skip
-        rank_of = owned.long().argmax(0).tolist()
-        done.clear()
-        for sid, (rank, n) in enumerate(zip(rank_of, dataset.lengths, strict=True)):
-            done[sid] = (gathered[rank, 0, sid, : n + 1], gathered[rank, 1, sid, : n + 1])
+        return heads, rels
 
     def _check_punct(self) -> None:
         """A punctuation exclusion must be the one the data marks in ``Batch.punct``."""
@@ -266,42 +216,21 @@ class ParserModule(pl.LightningModule):
 
     def on_validation_epoch_start(self) -> None:
         self._check_punct()
-        self.predictions["val"].clear()
 
-    def validation_step(self, batch: Batch, batch_idx: int) -> None:
-        self._evaluate("val", batch)
+    def validation_step(self, batch: Batch, batch_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._evaluate("val", batch)
 
     def on_validation_epoch_end(self) -> None:
         self._log_scores("val")
-        self._gather_predictions("val")
 
     def on_test_epoch_start(self) -> None:
         self._check_punct()
-        self.predictions["test"].clear()
 
-    def test_step(self, batch: Batch, batch_idx: int) -> None:
-        self._evaluate("test", batch)
+    def test_step(self, batch: Batch, batch_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._evaluate("test", batch)
 
     def on_test_epoch_end(self) -> None:
         self._log_scores("test")
-        self._gather_predictions("test")
-
-    def write_predictions(self, stage: str, path: str | Path) -> None:
-        """Write the last ``stage`` predictions as CoNLL-U in file order (atomically); under
-        DDP, rank 0 writes the trees gathered from every rank and the others write nothing."""
-        from .data.dataset import write_predictions
-
-        if not self.trainer.is_global_zero:
-            return
-        done = self.predictions[stage]
-        dataset = self.trainer.datamodule.dataset(stage)
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        write_predictions(
-            path,
-            dataset,
-            {sid: h.numpy() for sid, (h, _) in done.items()},
-            {sid: r.numpy() for sid, (_, r) in done.items()},
-        )
 
     # -- checkpoints --------------------------------------------------------------------------
 

@@ -55,8 +55,9 @@ from ..modelfile import ModelError, UnsafeFileError, load_tensors, spec_from_con
 from .checks import setting_problems
 from .clock import RunClock
 from .module import ParserModule
+from .predictions import PredictionWriter
 from .schedule import ScheduleCallback, save_atomic
-from .trajectory import TrajectoryTrace
+from .trajectory import TraceCallback, TrajectoryTrace
 
 log = logging.getLogger("bockparse.training.train")
 
@@ -219,7 +220,7 @@ def make_loggers(cfg: DictConfig, run_dir: Path, resumed_step: int | None = None
     return loggers
 
 
-def build(cfg: DictConfig, run_dir: Path) -> tuple[pl.LightningDataModule, ParserModule]:
+def build(cfg: DictConfig) -> tuple[pl.LightningDataModule, ParserModule]:
     """The data module (vocabularies built) and the LightningModule of a config.
 
     The config is the user's command over the project's tree (never a file a run wrote). Its
@@ -236,11 +237,6 @@ def build(cfg: DictConfig, run_dir: Path) -> tuple[pl.LightningDataModule, Parse
     datamodule.setup("fit")
     encoder = instantiate(cfg.encoder.model) if cfg.encoder.model else None
     scorer = instantiate(cfg.model)(vocabs=datamodule.vocabs, encoder=encoder)
-    trace = None
-    if cfg.trace.enabled:
-        trace = TrajectoryTrace(run_dir / cfg.trace.file, shadow=cfg.trace.shadow,
-                                tol=cfg.trace.tol, ties=cfg.trace.ties,
-                                append=cfg.resume)  # fmt: skip
     module = ParserModule(
         scorer=scorer,
         loss=instantiate(cfg.loss),
@@ -251,7 +247,6 @@ def build(cfg: DictConfig, run_dir: Path) -> tuple[pl.LightningDataModule, Parse
         schedule=instantiate(cfg.optim.schedule),
         max_grad_norm=cfg.optim.max_grad_norm,
         exclude_punct=cfg.exclude_punct,
-        trace=trace,
     )
     return datamodule, module
 
@@ -277,20 +272,21 @@ def evaluate(
     trainer: pl.Trainer,
     module: ParserModule,
     datamodule: pl.LightningDataModule,
+    writer: PredictionWriter,
     checkpoint: Path,
     run_dir: Path,
 ) -> dict[str, float]:
     """Evaluate ``checkpoint`` on dev and test and write ``predictions/{val,test}.conllu`` in
-    ``run_dir`` (rank 0 alone under DDP, with the trees of every rank).
+    ``run_dir`` through ``writer`` (rank 0 alone under DDP, with the trees of every rank).
 
     Returns:
         ``{"val/uas": ..., ..., "test/lcm": ...}``: the same on every rank.
     """
     result: dict[str, float] = {}
     for stage, evaluate_stage in (("val", trainer.validate), ("test", trainer.test)):
-        evaluate_stage(module, datamodule=datamodule, ckpt_path=str(checkpoint))
+        evaluate_stage(module, datamodule=datamodule, ckpt_path=str(checkpoint), weights_only=True)
         path = rundir.predictions(run_dir, stage)
-        module.write_predictions(stage, path)
+        writer.write(trainer, stage, path)
         result.update({metric_key(stage, n): module.rates[stage][n] for n in NAMES})
         scores = ", ".join(f"{n.upper()} {module.rates[stage][n]:.2f}" for n in NAMES)
         log.info("%s: %s; predictions in %s", stage, scores, path)
@@ -340,11 +336,18 @@ def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if cfg.torch_threads is not None:  # a fixed count: CPU kernels' reductions depend on it
         torch.set_num_threads(cfg.torch_threads)
     pl.seed_everything(cfg.seed, workers=True)
-    datamodule, module = build(cfg, run_dir)
+    datamodule, module = build(cfg)
     loggers = make_loggers(cfg, run_dir, resumed_step)
     clock = RunClock()  # before the schedule callback: see bockparse.training.clock
-    trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
-                                      callbacks=[clock, callback, SaveConfig(cfg)],
+    writer = PredictionWriter()
+    callbacks = [clock, callback, writer, SaveConfig(cfg)]
+    if cfg.trace.enabled:  # the per-update trace (bockparse.training.trajectory)
+        trace = TrajectoryTrace(run_dir / cfg.trace.file, shadow=cfg.trace.shadow,
+                                tol=cfg.trace.tol, ties=cfg.trace.ties,
+                                append=cfg.resume)  # fmt: skip
+        callbacks.append(TraceCallback(trace))
+        log.info("per-update trace in %s", trace.path)
+    trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks,
                                       default_root_dir=str(run_dir))  # fmt: skip
     # Lightning evaluates under torch.no_grad inside fit (inference_mode=False for the fit's
     # validation loop); dev evaluations here only decode and count, so inference mode is safe.
@@ -355,9 +358,6 @@ def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
     train_seconds = time.perf_counter() - start
-    if module.trace is not None:
-        module.trace.close()
-        log.info("per-update trace in %s", module.trace.path)
     schedule = module.schedule
     log.info("training ended at update %d after %.1f s: %s", trainer.global_step, train_seconds,
              callback.stop_reason or f"max_steps={cfg.optim.max_steps} reached")  # fmt: skip
@@ -374,7 +374,8 @@ def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
              100 * callback.write_seconds / max(train_seconds, 1e-9))  # fmt: skip
     log.info("evaluating best.ckpt (update %d) on dev and test", best_step)
     start = time.perf_counter()
-    result: dict[str, Any] = evaluate(trainer, module, datamodule, callback.best_path, run_dir)
+    result: dict[str, Any] = evaluate(trainer, module, datamodule, writer, callback.best_path,
+                                      run_dir)  # fmt: skip
     timing = clock.split(callback.write_seconds, time.perf_counter() - start)
     result.update(
         best_step=best_step,

@@ -20,6 +20,7 @@ import hashlib
 import time
 from pathlib import Path
 
+import lightning.pytorch as pl
 import numpy as np
 from torch import nn
 
@@ -163,3 +164,32 @@ class TrajectoryTrace:
 
     def close(self) -> None:
         self._file.close()
+
+
+class TraceCallback(pl.Callback):
+    """Runs a :class:`TrajectoryTrace` around every update: the parameters before the first one,
+    then a row after each (from the module's ``last_output``), logged as ``trace/*``; the file
+    is closed when training ends.
+
+    Args:
+        trace: the trace to write.
+    """
+
+    def __init__(self, trace: TrajectoryTrace) -> None:
+        self.trace = trace
+        self._start = 0.0
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        self._start = time.perf_counter()
+        if not self.trace.started:
+            self.trace.start(module, trainer.global_step)  # the parameters before this update
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        seconds = time.perf_counter() - self._start
+        size = len(batch)  # global_step counts this update already
+        traced = self.trace.record(trainer.global_step, module.last_output, size, module, seconds)
+        for name, value in traced.items():
+            module.log(f"trace/{name}", value, batch_size=size)
+
+    def on_train_end(self, trainer, module) -> None:
+        self.trace.close()

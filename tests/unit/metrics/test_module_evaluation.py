@@ -10,6 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from bockparse.metrics import evaluate_files
+from bockparse.training.predictions import PredictionWriter
 from bockparse.training.train import CONF_DIR, build
 
 REPO = Path(__file__).resolve().parents[3]
@@ -22,14 +23,15 @@ def test_batch_counts_equal_the_written_file(tmp_path, monkeypatch, condition, e
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("train", overrides=["experiment=smoke", f"condition={condition}"])
     pl.seed_everything(7)
-    datamodule, module = build(cfg, tmp_path)
+    datamodule, module = build(cfg)
     module.exclude_punct = exclude
+    writer = PredictionWriter()
     trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False,
-                         enable_model_summary=False)  # fmt: skip
+                         enable_model_summary=False, callbacks=[writer])  # fmt: skip
     trainer.validate(module, datamodule=datamodule, verbose=False)
     sentences = datamodule.dataset("val").sentences
-    assert sorted(module.predictions["val"]) == list(range(len(sentences)))
-    module.write_predictions("val", tmp_path / "val.conllu")
+    assert sorted(writer.trees["val"]) == list(range(len(sentences)))
+    writer.write(trainer, "val", tmp_path / "val.conllu")
     from_file = evaluate_files(str(GOLD), str(tmp_path / "val.conllu"), exclude)
     assert module.rates["val"] == {k: from_file[k] for k in ("uas", "las", "lcm")}
     words = sum(len(s) for s in sentences)
