@@ -12,8 +12,9 @@ import torch
 class ParserScores:
     """Scorer output for a batch, head-major as everywhere in bockparse.
 
-    The relation scores are computed when first read (:attr:`rel`, all ``N x N`` pairs, as the
-    losses need), or only at the predicted heads (:meth:`rel_at_heads`): prediction then keeps
+    The relation scores are given (a scorer in training mode computes all pairs, which every
+    loss reads) or computed when first read (:attr:`rel`, all ``N x N`` pairs), or only at the
+    predicted heads (:meth:`rel_at_heads`): prediction in evaluation mode then keeps
     ``O(B N R)`` relation scores instead of ``O(B N^2 R)``, which dominates memory on long
     sentences. Either is computed under the grad, inference and autocast modes in force when
     the scores were made, wherever it is read, so it equals what an eager computation gave.

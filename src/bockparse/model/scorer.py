@@ -301,6 +301,9 @@ class BiaffineScorer(Contextualizer):
         """
         x = self.contextualize(batch)
         arc = self.arc(x).squeeze(-1)  # [B, N, N]
+        # Training: every loss reads all pairs, computed here so that the dropout draws keep
+        # their order; evaluation: on demand, at the predicted heads alone (ParserScores).
+        rel = self.rel(x) if self.training else None  # [B, N, N, R]
         lin = dist = None
         if self.linearization is not None or self.distance is not None:
             positions = torch.arange(x.shape[1], device=x.device)
@@ -314,8 +317,9 @@ class BiaffineScorer(Contextualizer):
             arc = arc - torch.log1p((offset.abs() - predicted) ** 2 / 2).detach()
         return ParserScores(
             arc=arc,
+            rel=rel,
             linearization=lin,
             distance=dist,
-            rel_fn=lambda: self.rel(x),  # [B, N, N, R], when a loss reads it
+            rel_fn=lambda: self.rel(x),  # [B, N, N, R], when a loss reads it in evaluation
             rel_at_fn=lambda heads: self.rel.at(x, heads),  # [B, N, R], for prediction
         )
