@@ -14,7 +14,8 @@ import pytest
 import torch
 from torch import nn
 
-from bockparse.training.schedule import ScheduleCallback, StanzaSchedule, WarmupPlateau
+from bockparse.training.checkpoints import ScheduleCallback
+from bockparse.training.schedule import StanzaSchedule, WarmupPlateau
 
 SETTINGS = dict(
     plateau_patience=200,

@@ -5,7 +5,7 @@ dev LAS (the later one on ties), then evaluates it on dev and test. The run fold
 ``hydra.run.dir``) receives the composed config (``.hydra/``), ``train.log`` (the config's
 choices, every evaluation, decay, stage switch, the stop reason and where the outputs went),
 ``checkpoints/best.ckpt`` (weights only) and ``last.ckpt`` (full state, for ``resume=true``; see
-:mod:`.schedule`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json``,
+:mod:`.checkpoints`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json``,
 ``timing.json`` (the wall time by part, :mod:`.clock`), ``environment.json`` (package versions,
 CPU and GPU, the precision chosen and why: :func:`bockparse.hardware.environment`) and
 the CSV log; every file is written atomically.
@@ -52,11 +52,11 @@ from ..data.conllu import DataError
 from ..hardware import AUTO, device_type_of, environment, resolve_precision, warn_if_emulated
 from ..metrics import NAMES, metric_key
 from ..modelfile import ModelError, UnsafeFileError, load_tensors, spec_from_config
+from .checkpoints import ScheduleCallback
 from .checks import setting_problems
 from .clock import RunClock
 from .module import ParserModule
 from .predictions import PredictionWriter
-from .schedule import ScheduleCallback, save_atomic
 from .trajectory import TraceCallback, TrajectoryTrace
 
 log = logging.getLogger("bockparse.training.train")
@@ -358,14 +358,9 @@ def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
     train_seconds = time.perf_counter() - start
-    schedule = module.schedule
     log.info("training ended at update %d after %.1f s: %s", trainer.global_step, train_seconds,
              callback.stop_reason or f"max_steps={cfg.optim.max_steps} reached")  # fmt: skip
-    if not callback.best_path.exists():  # no evaluation happened: the final model is the best
-        ckpt_dir.mkdir(parents=True, exist_ok=True)
-        save_atomic(trainer, callback.best_path, weights_only=True)
-        schedule.best_step = trainer.global_step
-    best_step = schedule.best_step
+    best_step = module.schedule.best_step
     written = callback.bytes_written
     writes = callback.writes
     log.info("checkpoints: best.ckpt %d× (%.1f MB), last.ckpt %d× (%.1f MB) over %d evaluations, "

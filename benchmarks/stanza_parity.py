@@ -1,0 +1,134 @@
+"""Learning efficiency against Stanza's own trainer: dev LAS after the same number of updates.
+
+Trains bockparse and Stanza 1.15's trainer (``python -m stanza.models.parser``, the ``bench``
+extra) on UD Chinese-GSD for the same number of updates of the same word budget, one run at a
+time, alternating the two systems within each seed, and reads each one's dev LAS at every
+evaluation (every 100 updates):
+
+- bockparse: ``experiment=table1-ud-gsd`` (Stanza 1.15's 3 x 400 parser, no transformer, no
+  pretrained vectors, 1,000-word batches) with Stanza's own schedule (``conf/optim/stanza.yaml``:
+  plateau patience 500, switch at 10,000 updates or after 2,000 without improvement), local CE
+  decoded with ``cle``; its dev LAS is ``val/las`` of ``csv/metrics.csv``;
+- Stanza: ``--no_pretrain`` (no word vectors), no charlm, no transformer, ``--batch_size 1000``,
+  its defaults otherwise (the same sizes); its dev LAS is the ``dev_score`` it logs.
+
+Both numbers are the CoNLL 2018 evaluator's LAS F1 on the full dev file (Stanza scores its
+predictions with that script; bockparse's counts equal it, ``tests/unit/metrics``). A run that
+has finished is read again, not retrained (``--work``).
+
+    python benchmarks/stanza_parity.py --data DIR/ud-chinese-gsd --seeds 1111 2222 \\
+        --at 100 300 1000 --work parity-runs --output benchmarks/results/stanza_parity.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN, DEV = "zh_gsd-ud1.3-train.conllu", "zh_gsd-ud1.3-dev.conllu"
+# Stanza 1.15's schedule (conf/optim/stanza.yaml), instead of table1-ud-gsd's rescaled one.
+STANZA_SCHEDULE = ("optim.schedule.plateau_patience=500", "optim.schedule.switch_patience=2000",
+                   "optim.schedule.switch_step=10000", "optim.schedule.stop_patience=2000",
+                   "optim.stage2_warmup=200")  # fmt: skip
+STANZA_LOG = re.compile(r"step (\d+): train_loss = [-\d.eE+]+, dev_score = ([\d.]+)")
+
+
+def bockparse_curve(data: Path, seed: int, updates: int, work: Path) -> dict[int, float]:
+    """Train bockparse (module doc); dev LAS by update."""
+    run_dir = work / "bockparse" / f"seed{seed}"
+    if not (run_dir / "metrics.json").is_file():
+        cmd = [sys.executable, "-m", "bockparse.training.train", "experiment=table1-ud-gsd",
+               "condition=local-ce", f"data.root={data}", f"seed={seed}",
+               f"optim.max_steps={updates}", "optim.eval_every=100", *STANZA_SCHEDULE,
+               "logger.wandb.enabled=false", "trainer.enable_progress_bar=false",
+               f"hydra.run.dir={run_dir}"]  # fmt: skip
+        subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    curve = {}
+    with open(run_dir / "csv" / "metrics.csv", newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            step = int(float(row["step"]))  # Lightning logs update u's evaluation at step u - 1
+            if row.get("val/las") and (step + 1) % 100 == 0:  # (not the final re-evaluation)
+                curve[step + 1] = float(row["val/las"])
+    return curve
+
+
+def stanza_curve(data: Path, seed: int, updates: int, work: Path) -> dict[int, float]:
+    """Train Stanza's parser (module doc); dev LAS by update, from its log."""
+    run_dir = work / "stanza" / f"seed{seed}"
+    log = run_dir / "train.log"
+    if not log.is_file() or f"step {updates}:" not in log.read_text(encoding="utf-8"):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "stanza.models.parser", "--mode", "train",
+               "--train_file", str(data / TRAIN), "--eval_file", str(data / DEV),
+               "--output_file", str(run_dir / "dev.conllu"), "--lang", "zh-hans",
+               "--shorthand", "zh-hans_gsd", "--no_pretrain", "--batch_size", "1000",
+               "--max_steps", str(updates), "--eval_interval", "100",
+               "--save_dir", str(run_dir), "--seed", str(seed), "--cpu"]  # fmt: skip
+        with open(log, "w", encoding="utf-8") as out:
+            subprocess.run(cmd, cwd=run_dir, check=True, stdout=out, stderr=subprocess.STDOUT)
+    found = STANZA_LOG.findall(log.read_text(encoding="utf-8"))
+    return {int(step): 100 * float(score) for step, score in found}
+
+
+def report(results: dict, at: list[int], command: str) -> str:
+    """The parity table: dev LAS per seed, system and update, and bockparse - Stanza."""
+    lines = ["# Dev LAS after equal updates: bockparse and Stanza 1.15's trainer (UD Chinese-GSD)",
+             "", f"`{command}`", "",
+             "| seed | system | " + " | ".join(f"update {u}" for u in at) + " |",
+             "|---|---|" + "---:|" * len(at)]  # fmt: skip
+    for seed, curves in sorted(results.items()):
+        for system in ("bockparse", "stanza"):
+            values = [curves[system].get(u) for u in at]
+            shown = " | ".join("-" if v is None else f"{v:.2f}" for v in values)
+            lines.append(f"| {seed} | {system} | {shown} |")
+        gaps = []
+        for u in at:
+            a, b = curves["bockparse"].get(u), curves["stanza"].get(u)
+            gaps.append("-" if a is None or b is None else f"{a - b:+.2f}")
+        lines.append(f"| {seed} | bockparse − Stanza | " + " | ".join(gaps) + " |")
+    lines += ["", "Target (issue): bockparse − Stanza ≥ −0.5 at 300 and 1,000 updates, every seed."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, required=True, help="the UD Chinese-GSD v1.3 folder")
+    p.add_argument("--seeds", type=int, nargs="+", default=[1111, 2222])
+    p.add_argument("--at", type=int, nargs="+", default=[100, 300, 1000], help="updates shown")
+    p.add_argument("--work", type=Path, default=Path("parity-runs"), help="run folders")
+    p.add_argument("--output", type=Path, help="also write the table here")
+    args = p.parse_args(argv)
+    updates = max(args.at)
+    if any(u % 100 for u in args.at):
+        p.error("--at: multiples of 100 (both systems evaluate every 100 updates)")
+    results, cache = {}, args.work / "curves.json"
+    args.work.mkdir(parents=True, exist_ok=True)
+    for seed in args.seeds:
+        start = time.perf_counter()
+        results[seed] = {"bockparse": bockparse_curve(args.data.resolve(), seed, updates,
+                                                      args.work.resolve()),
+                         "stanza": stanza_curve(args.data.resolve(), seed, updates,
+                                                args.work.resolve())}  # fmt: skip
+        print(f"seed {seed}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        cache.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    command = "python benchmarks/stanza_parity.py " + " ".join(
+        a if a.startswith("--") else os.path.basename(a) if a == str(args.data) else a
+        for a in (argv if argv is not None else sys.argv[1:])
+    )
+    text = report(results, args.at, command)
+    print(text, end="")
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

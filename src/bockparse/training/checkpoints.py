@@ -1,0 +1,183 @@
+"""Checkpoints of a run, written as Stanza's schedule decides (:class:`ScheduleCallback`).
+
+``best.ckpt`` holds the weights only and is written on improvement; ``last.ckpt`` holds the
+full training state for ``resume=true`` and is written every ``every_evaluations`` evaluations
+or ``every_minutes`` minutes, whichever comes first, at every stage switch and at the end of
+training. Every file is written atomically. When training ends without any evaluation, the
+final model becomes ``best.ckpt``. A run resumed from ``last.ckpt`` puts back the
+``best.ckpt`` that ``last.ckpt`` knows of (``best-of-last.ckpt``), so that the best model and
+the schedule's record agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+
+import lightning.pytorch as pl
+
+from ..metrics import metric_key
+from ..modelfile import load_tensors
+from ..rundir import BEST, BEST_OF_LAST, LAST, atomic_path
+
+log = logging.getLogger("bockparse.training.schedule")  # the schedule's decisions, one log
+
+
+def save_atomic(trainer: pl.Trainer, path: Path, *, weights_only: bool) -> int:
+    """``trainer.save_checkpoint`` to ``path`` through a temporary file and a rename.
+
+    Returns:
+        The bytes written.
+    """
+    size = 0
+    if trainer.is_global_zero:  # rank 0 writes (Lightning's save_checkpoint), the others wait
+        with atomic_path(path) as tmp:
+            trainer.save_checkpoint(tmp, weights_only=weights_only)
+            size = tmp.stat().st_size
+    else:
+        trainer.save_checkpoint(path, weights_only=weights_only)  # collective; writes nothing
+    trainer.strategy.barrier()
+    return size
+
+
+def link_atomic(source: Path, path: Path) -> None:
+    """Make ``path`` a hard link to ``source`` (a copy where the file system has no hard
+    links), replacing ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.unlink()  # os.link needs the name free; the name stays ours (unique, in our folder)
+        try:
+            os.link(source, tmp)
+        except OSError:
+            shutil.copyfile(source, tmp)
+
+
+class ScheduleCallback(pl.Callback):
+    """Feeds each evaluation's dev LAS to the module's :class:`StanzaSchedule` and carries out
+    its decisions: ``best.ckpt`` (weights only) on improvement, the reload of the best model at
+    the switch, the stop, and ``last.ckpt`` (full state) at the configured interval, at the
+    switch and at the end of training.
+
+    ``best-of-last.ckpt`` is a hard link (no bytes written) to the ``best.ckpt`` that
+    ``last.ckpt`` knows of: a run resumed from ``last.ckpt`` after a kill puts it back, so that
+    the best model and the schedule's record of it always agree.
+
+    Args:
+        checkpoint_dir: where the checkpoints go.
+        every_evaluations: write ``last.ckpt`` after this many evaluations (``None``: by time
+            only) ...
+        every_minutes: ... or once this many minutes have passed since the previous write.
+    """
+
+    def __init__(
+        self,
+        checkpoint_dir: str | os.PathLike,
+        *,
+        every_evaluations: int | None,
+        every_minutes: float,
+    ) -> None:
+        if every_evaluations is not None and every_evaluations < 1:
+            raise ValueError(f"every_evaluations must be >= 1 or null, got {every_evaluations}")
+        self.dir = Path(checkpoint_dir)
+        self.every_evaluations = math.inf if every_evaluations is None else every_evaluations
+        self.every_seconds = 60.0 * every_minutes
+        self.evaluations_since_last = 0
+        self.last_written = time.monotonic()
+        self.bytes_written = {"best": 0, "last": 0}
+        self.writes = {"best": 0, "last": 0}
+        self.write_seconds = 0.0
+        self.evaluations = 0
+        self.last_step = -1
+        self.stop_reason = ""
+
+    @property
+    def best_path(self) -> Path:
+        return self.dir / BEST.name
+
+    @property
+    def last_path(self) -> Path:
+        return self.dir / LAST.name
+
+    @property
+    def best_of_last_path(self) -> Path:
+        return self.dir / BEST_OF_LAST.name
+
+    def _save(self, trainer: pl.Trainer, kind: str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        path = self.best_path if kind == "best" else self.last_path
+        size = save_atomic(trainer, path, weights_only=kind == "best")
+        if kind == "last" and trainer.is_global_zero and self.best_path.exists():
+            link_atomic(self.best_path, self.best_of_last_path)
+        self.write_seconds += time.perf_counter() - start
+        self.bytes_written[kind] += size
+        self.writes[kind] += 1
+        if kind == "last":
+            self.evaluations_since_last, self.last_written = 0, time.monotonic()
+            self.last_step = trainer.global_step
+        log.debug("wrote %s (%d bytes)", path, size)
+
+    def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        self.last_written = time.monotonic()
+        if trainer.ckpt_path is None:
+            return
+        self.last_step = trainer.global_step  # what last.ckpt holds: not written again at the end
+        if not self.best_of_last_path.exists():
+            return
+        # Resumed: a best.ckpt written after last.ckpt belongs to the lost updates.
+        step = load_tensors(self.best_path)["global_step"]
+        if step != module.schedule.best_step and trainer.is_global_zero:
+            log.info("best.ckpt (update %d) is newer than last.ckpt: restoring the best model "
+                     "of update %d", step, module.schedule.best_step)  # fmt: skip
+            os.replace(self.best_of_last_path, self.best_path)
+            link_atomic(self.best_path, self.best_of_last_path)
+        trainer.strategy.barrier()
+
+    def on_train_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        if not self.best_path.exists():  # no evaluation happened: the final model is the best
+            self._save(trainer, "best")
+            module.schedule.best_step = trainer.global_step
+        if self.last_step != trainer.global_step:
+            self._save(trainer, "last")
+
+    def on_validation_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or trainer.state.fn != "fit":
+            return
+        schedule = module.schedule
+        las = float(trainer.callback_metrics[metric_key("val", "las")])
+        step = trainer.global_step
+        decision = schedule.after_evaluation(step, las)
+        self.evaluations += 1
+        self.evaluations_since_last += 1
+        log.info("update %d: dev LAS %.2f%s (best %.2f at update %d)", step, las,
+                 ", a new best" if decision.improved else "", schedule.best,
+                 schedule.best_step)  # fmt: skip
+        if decision.improved:
+            self._save(trainer, "best")
+        for name in decision.decayed:
+            log.info("update %d: %s learning rate decays to %.3g of its base", step, name,
+                     schedule.lr_factor(name))  # fmt: skip
+        for name in decision.unfrozen:
+            module.reset_optimizer_state(name)
+            log.info("update %d: %s unfrozen (its optimiser state reset)", step, name)
+        if decision.switch:
+            best = load_tensors(self.best_path)
+            module.load_state_dict(best["state_dict"])
+            module.drop_stage1_state()
+            log.info("update %d: stage 2 (%s); reloaded the best model of update %d",
+                     step, decision.reason, best["global_step"])  # fmt: skip
+        if decision.stop:
+            trainer.should_stop = True
+            self.stop_reason = decision.reason
+            log.info("update %d: stopping: %s", step, decision.reason)
+        due = (
+            decision.switch
+            or self.evaluations_since_last >= self.every_evaluations
+            or time.monotonic() - self.last_written >= self.every_seconds
+        )
+        # Under DDP the clocks of the ranks differ: rank 0 decides, so that all ranks save.
+        if trainer.strategy.broadcast(due, src=0):
+            self._save(trainer, "last")
