@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
 EWT_TRAIN = ROOT.parent.parent / "shared/data/ud-english-ewt/en_ewt-ud-train.conllu"
 SAMPLE_TRAIN = ROOT.parent / "data/ud-english-ewt-sample/en_ewt-ud-train.conllu"
-METHODS = tuple(m for m in decoders.METHODS if decoders.get_decoder(m).max_words is None)
+DECODERS = tuple(m for m in decoders.DECODERS if decoders.get_decoder(m).max_words is None)
 
 
 def uniform(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -114,7 +114,7 @@ def per_sentence_table(sizes, count, repeats, rng) -> tuple[list[dict], list[str
             best_anchor: dict[int, float] = {}
             for n in sizes:
                 mats = [make(n, rng) for _ in range(count)]
-                for m in METHODS:
+                for m in DECODERS:
                     fn = lambda S, m=m, r=single_root: decoders.decode(S, m, single_root=r)  # noqa: E731
                     timings.setdefault(m, {})[n] = median_us(fn, mats, repeats)
                 timings.setdefault("greedy argmax (numpy floor)", {})[n] = median_us(
@@ -183,7 +183,7 @@ def batch_table(rng, repeats) -> list[str]:
         "| method | 1 worker | 2 workers |",
         "|---|---:|---:|",
     ]
-    for m in METHODS:
+    for m in DECODERS:
         cells = []
         for workers in (1, 2):
             decoders.decode_batch(padded, lens, m, workers=workers)
@@ -209,7 +209,7 @@ def kbest_table(sizes, count, repeats, rng) -> list[str]:
     for n in sizes:
         mats = [parser_like(n, rng) for _ in range(count)]
         t_k = median_us(lambda S: decoders.kbest(S, 10), mats, repeats)
-        t_1 = min(median_us(lambda S, m=m: decoders.decode(S, m), mats, repeats) for m in METHODS)
+        t_1 = min(median_us(lambda S, m=m: decoders.decode(S, m), mats, repeats) for m in DECODERS)
         lines.append(f"| {n} | {t_k:,.1f} | {t_1:,.1f} | {t_k / t_1:.1f}× |")
     return lines
 

@@ -10,7 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import get_class, instantiate
 
-from bockparse.decoders import METHODS
+from bockparse.decoders import DECODERS
 from bockparse.training.train import CONF_DIR, run
 
 CONDITIONS = sorted(p.stem for p in (Path(CONF_DIR) / "condition").glob("*.yaml"))
@@ -30,7 +30,7 @@ def test_every_condition_composes_and_instantiates(condition):
     if cfg.decoder is None:  # a parser that decodes itself (bockparse.transition)
         assert callable(getattr(get_class(cfg.model._target_), "predict", None))
     else:
-        assert cfg.decoder in METHODS
+        assert cfg.decoder in DECODERS
     loss = instantiate(cfg.loss)
     assert callable(loss)
     if hasattr(loss, "decoder"):

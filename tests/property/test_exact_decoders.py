@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bockparse.decoders import METHODS, NoTreeError, check_tree, decode, tree_score
+from bockparse.decoders import DECODERS, NoTreeError, check_tree, decode, tree_score
 from bockparse.decoders.brute import all_trees
 from bockparse.decoders.synthetic import integer_graph, parser_like
 
 # Eisner is exact over projective trees only; it has its own oracle tests.
-NONPROJECTIVE = tuple(m for m in METHODS if m != "eisner")
+NONPROJECTIVE = tuple(m for m in DECODERS if m != "eisner")
 FAST = tuple(m for m in NONPROJECTIVE if m != "brute")
 
 

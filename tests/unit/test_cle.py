@@ -196,7 +196,7 @@ def test_input_unchanged_float64_and_strided():
 def test_batch_matches_single():
     rng = np.random.default_rng(9)
     mats = [integer_graph(int(rng.integers(1, 12)), rng, forbid=0.0) for _ in range(20)]
-    batch = decode_batch(mats, method="cle", workers=2)
+    batch = decode_batch(mats, decoder="cle", workers=2)
     for S, heads in zip(mats, batch, strict=True):
         assert np.array_equal(heads, decode(S, "cle"))
 

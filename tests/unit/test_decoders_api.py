@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bockparse.decoders import (
-    METHODS,
+    DECODERS,
     NoTreeError,
     check_tree,
     decode,
@@ -26,8 +26,8 @@ from bockparse.decoders.trace import main as trace_main
 from bockparse.decoders.trees import OK, REWEIGHT, SINGLE_ROOT, UNCONSTRAINED
 
 NEG = -np.inf
-NONPROJECTIVE = tuple(m for m in METHODS if m != "eisner")
-ANY_LENGTH = tuple(m for m in METHODS if get_decoder(m).max_words is None)
+NONPROJECTIVE = tuple(m for m in DECODERS if m != "eisner")
+ANY_LENGTH = tuple(m for m in DECODERS if get_decoder(m).max_words is None)
 
 
 def paper_example() -> np.ndarray:
@@ -55,14 +55,14 @@ def tutorial_single_root() -> np.ndarray:
     return S
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_paper_example(method):
     heads = decode(paper_example(), method, single_root=False)
     assert heads.tolist() == [-1, 0, 1]
     assert tree_score(paper_example(), heads) == -60
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_tutorial_examples(method):
     S = she_read_books_today()
     for single_root in (False, True):
@@ -77,7 +77,7 @@ def test_tutorial_examples(method):
     assert tree_score(T, decode(T, method, root_strategy="reweight")) == 21
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_one_word(method):
     S = np.array([[NEG, -2.5], [NEG, NEG]])
     assert decode(S, method).tolist() == [-1, 0]
@@ -92,7 +92,7 @@ def test_long_chain_has_no_recursion_limit(method):
     assert heads.tolist() == [-1, *range(n)]
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_float32_and_input_unchanged(method):
     rng = np.random.default_rng(3)
     S64 = parser_like(7, rng)
@@ -107,7 +107,7 @@ def test_float32_and_input_unchanged(method):
     )
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_input_never_modified(method):
     rng = np.random.default_rng(5)
     for _ in range(20):
@@ -121,7 +121,7 @@ def test_input_never_modified(method):
             assert np.array_equal(S, before)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_nan_names_the_cell(method):
     S = parser_like(4, np.random.default_rng(0))
     S[2, 3] = np.nan
@@ -129,7 +129,7 @@ def test_nan_names_the_cell(method):
         decode(S, method)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_nan_on_the_diagonal_is_still_an_error(method):
     S = parser_like(4, np.random.default_rng(0))
     S[1, 1] = np.nan
@@ -144,7 +144,7 @@ def test_plus_inf_is_rejected():
         decode(S)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_words_without_admissible_head(method):
     S = np.full((5, 5), NEG)
     S[0, 2] = 1.0  # only word 2 has a head
@@ -152,7 +152,7 @@ def test_words_without_admissible_head(method):
         decode(S, method)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_unreachable_words(method):
     S = np.full((4, 4), NEG)
     S[0, 1], S[2, 3], S[3, 2] = 1.0, 1.0, 1.0  # 2 and 3 only point at each other
@@ -160,7 +160,7 @@ def test_unreachable_words(method):
         decode(S, method, single_root=False)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 def test_no_single_root_tree(method):
     S = np.full((3, 3), NEG)
     S[0, 1], S[0, 2] = 1.0, 1.0  # both words can only attach to ROOT
@@ -234,17 +234,17 @@ def test_decode_batch_equals_decode(method, workers):
         expected = [decode(S.astype(np.float32), method, single_root=single_root) for S in mats]
         from_list = decode_batch(
             [S.astype(np.float32) for S in mats],
-            method=method,
+            decoder=method,
             single_root=single_root,
             workers=workers,
         )
         from_padded = decode_batch(
-            padded, lengths, method=method, single_root=single_root, workers=workers
+            padded, lengths, decoder=method, single_root=single_root, workers=workers
         )
         from_tensor = decode_batch(
             torch.from_numpy(padded),
             torch.from_numpy(lengths),
-            method=method,
+            decoder=method,
             single_root=single_root,
             workers=workers,
         )
@@ -253,7 +253,7 @@ def test_decode_batch_equals_decode(method, workers):
             for a, b in zip(got, expected, strict=True):
                 assert np.array_equal(a, b)
         as_array = decode_batch(
-            padded, lengths, method=method, single_root=single_root, workers=workers, padded=True
+            padded, lengths, decoder=method, single_root=single_root, workers=workers, padded=True
         )
         assert as_array.shape == (len(mats), M) and as_array.dtype == np.int64
         for b, heads in enumerate(expected):
@@ -261,7 +261,7 @@ def test_decode_batch_equals_decode(method, workers):
             assert (as_array[b, len(heads) :] == -1).all()
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DECODERS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_compiled_batch_loop_equals_the_python_loop(method, dtype):
     """Each method's cached ``batch`` gives what its kernel gives sentence by sentence."""
@@ -285,10 +285,10 @@ def test_first_batch_of_a_process_loads_the_compiled_loop_from_the_cache():
     """No compilation at the first ``decode_batch`` of a process once the cache is warm."""
     script = (
         "import numpy as np\n"
-        "from bockparse.decoders import METHODS, decode_batch, get_decoder\n"
+        "from bockparse.decoders import DECODERS, decode_batch, get_decoder\n"
         "S = np.zeros((2, 4, 4), dtype=np.float32)\n"
         "misses = {}\n"
-        "for m in METHODS:\n"
+        "for m in DECODERS:\n"
         "    decode_batch(S, [3, 2], m, workers=1)\n"
         "    misses[m] = sum(get_decoder(m).batch.stats.cache_misses.values())\n"
         "print(misses)\n"
@@ -297,13 +297,13 @@ def test_first_batch_of_a_process_loads_the_compiled_loop_from_the_cache():
         subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
         for _ in range(2)
     ]  # the first run may fill the cache; the second must only load
-    assert runs[1].stdout.strip() == str(dict.fromkeys(METHODS, 0)), runs[1].stdout
+    assert runs[1].stdout.strip() == str(dict.fromkeys(DECODERS, 0)), runs[1].stdout
 
 
 def test_decode_batch_mixed_sizes_and_dtypes():
     rng = np.random.default_rng(17)
     mats = [parser_like(3, rng), parser_like(9, rng).astype(np.float32), parser_like(1, rng)]
-    got = decode_batch(mats, method="bock")
+    got = decode_batch(mats, decoder="bock")
     assert [len(h) for h in got] == [4, 10, 2]
     assert decode_batch([]) == []
 

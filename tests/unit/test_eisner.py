@@ -207,7 +207,7 @@ def test_batch_matches_single():
     rng = np.random.default_rng(9)
     mats = [integer_graph(int(rng.integers(1, 12)), rng, forbid=0.0) for _ in range(20)]
     for single_root in (False, True):
-        batch = decode_batch(mats, method="eisner", single_root=single_root, workers=2)
+        batch = decode_batch(mats, decoder="eisner", single_root=single_root, workers=2)
         for S, heads in zip(mats, batch, strict=True):
             assert np.array_equal(heads, decode(S, "eisner", single_root=single_root))
 

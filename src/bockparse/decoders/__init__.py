@@ -2,9 +2,9 @@
 
 Public API::
 
-    decode(scores, method="bock", *, single_root=True, root_strategy=None) -> heads
-    decode_batch(scores, lengths=None, method="bock", *, single_root=True, workers=None)
-    tree_score(scores, heads), METHODS, NoTreeError, get_decoder
+    decode(scores, decoder="bock", *, single_root=True, root_strategy=None) -> heads
+    decode_batch(scores, lengths=None, decoder="bock", *, single_root=True, workers=None)
+    tree_score(scores, heads), DECODERS, NoTreeError, get_decoder
 
 Conventions (the Bock paper §2): ``scores`` is float ``[N, N]`` with ``N = n + 1`` and node 0
 the artificial root; ``-inf`` forbids an arc; column 0 and the diagonal are ignored; the input
@@ -24,7 +24,7 @@ Which methods return the same tree when the optimum is not unique:
   (Bock's enumeration of root children, Gabow–Tarjan, the root penalty, Stanza's shift).
 
 ``stanza-cle`` (Stanza's CL/E, :mod:`.stanza_cle`) is registered for substitution studies but
-not in :data:`METHODS`: it needs the ``bench`` extra and, with the root constraint,
+not in :data:`DECODERS`: it needs the ``bench`` extra and, with the root constraint,
 log-probabilities (scores ``<= 0``).
 """
 
@@ -57,12 +57,12 @@ from .trees import (
 
 # The package's own decoders, exact for scores of any sign. ``stanza-cle`` (Stanza's CL/E, for
 # substitution studies) is registered too, but needs the bench extra and log-probabilities.
-METHODS: tuple[str, ...] = tuple(m for m in registered_names() if m != "stanza-cle")
+DECODERS: tuple[str, ...] = tuple(m for m in registered_names() if m != "stanza-cle")
 
 ROOT_STRATEGIES = (None, "reweight")
 
 __all__ = [
-    "METHODS",
+    "DECODERS",
     "Decoder",
     "NoTreeError",
     "check_tree",
@@ -93,18 +93,18 @@ def _raise_for(status: int, S: np.ndarray, single_root: bool, where: str = "") -
 
 
 def decode(
-    scores, method: str = "bock", *, single_root: bool = True, root_strategy: str | None = None
+    scores, decoder: str = "bock", *, single_root: bool = True, root_strategy: str | None = None
 ) -> np.ndarray:
-    """Best dependency tree under ``scores`` with the registered decoder ``method``.
+    """Best dependency tree under ``scores`` with the registered decoder ``decoder``.
 
     Args:
         scores: float32/float64 ``[N, N]`` array (or CPU/GPU tensor), ``scores[h, d]`` the score
             of arc ``h -> d``; ``-inf`` forbids an arc; column 0 and the diagonal are ignored.
-        method: one of :data:`METHODS`.
+        decoder: one of :data:`DECODERS`.
         single_root: exactly one word attaches to ROOT.
-        root_strategy: ``None`` for the method's own single-root procedure (Bock: enumeration
+        root_strategy: ``None`` for the decoder's own single-root procedure (Bock: enumeration
             of root children, §4.2; CL/E: root reweighting; Tarjan: Gabow–Tarjan; Eisner: in the
-            dynamic programme), or ``"reweight"`` for the root penalty (§4.3) with any method.
+            dynamic programme), or ``"reweight"`` for the root penalty (§4.3) with any decoder.
 
     Returns:
         int64 ``heads`` ``[N]``, ``heads[0] == -1``.
@@ -113,13 +113,13 @@ def decode(
         ValueError: not a square non-empty matrix, a NaN cell, or a ``+inf`` admissible cell.
         NoTreeError: no spanning tree (or no single-root tree) avoids the forbidden arcs.
     """
-    decoder = get_decoder(method)
+    entry = get_decoder(decoder)
     root = _root_mode(single_root, root_strategy)
     S = as_float_array(scores)
     check_square(S)
-    decoder.check_length(S.shape[0] - 1)
+    entry.check_length(S.shape[0] - 1)
     heads = np.empty(S.shape[0], dtype=np.int64)
-    status = decoder.kernel(S, root, heads)
+    status = entry.kernel(S, root, heads)
     if status != OK:
         _raise_for(status, S, single_root)
     return heads
@@ -128,7 +128,7 @@ def decode(
 def decode_batch(
     scores,
     lengths: Sequence[int] | np.ndarray | None = None,
-    method: str = "bock",
+    decoder: str = "bock",
     *,
     single_root: bool = True,
     root_strategy: str | None = None,
@@ -142,7 +142,7 @@ def decode_batch(
             (moved to CPU once) whose sentence ``b`` is ``[:lengths[b] + 1, :lengths[b] + 1]``.
         lengths: int ``[B]``, words per sentence (ROOT excluded); required for a padded batch,
             ``None`` meaning every sentence uses the full ``M - 1`` words.
-        method, single_root, root_strategy: as in :func:`decode`.
+        decoder, single_root, root_strategy: as in :func:`decode`.
         workers: threads; ``None`` uses every CPU available to the process.
         padded: return one int64 ``[B, M]`` array instead of a list.
 
@@ -154,7 +154,7 @@ def decode_batch(
     Raises:
         ValueError, NoTreeError: as :func:`decode`, naming the batch index.
     """
-    decoder = get_decoder(method)
+    entry = get_decoder(decoder)
     root = _root_mode(single_root, root_strategy)
     if isinstance(scores, (list, tuple)):
         if lengths is not None:
@@ -185,9 +185,9 @@ def decode_batch(
         if B == 0:
             return np.zeros((0, M), dtype=np.int64) if padded else []
     if lens.size:
-        decoder.check_length(int(lens.max()))
+        entry.check_length(int(lens.max()))
     heads, status = decode_padded(
-        decoder, S, lens, root, default_workers() if workers is None else workers
+        entry, S, lens, root, default_workers() if workers is None else workers
     )
     bad = np.flatnonzero(status != OK)
     if bad.size:

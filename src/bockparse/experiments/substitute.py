@@ -38,7 +38,7 @@ from ..predict import predict_trees
 from .loading import LoadedRun, load_run, scored_batches
 from .runs import prediction_file
 
-DECODERS = ("cle", "bock-original", "bock", "tarjan")
+SUBSTITUTED = ("cle", "bock-original", "bock", "tarjan")
 OPTIONAL_DECODERS = ("stanza-cle",)  # compared when registered (Stanza's own CL/E)
 STAGES = ("val", "test")
 SCORES = ("auto", "raw", "log-softmax")
@@ -47,9 +47,9 @@ log = logging.getLogger("bockparse.substitute")
 
 
 def default_decoders() -> list[str]:
-    """:data:`DECODERS`, then each of :data:`OPTIONAL_DECODERS` that is registered (a missing
+    """:data:`SUBSTITUTED`, then each of :data:`OPTIONAL_DECODERS` that is registered (a missing
     one is skipped with the reason logged)."""
-    names = list(DECODERS)
+    names = list(SUBSTITUTED)
     for name in OPTIONAL_DECODERS:
         try:
             get_decoder(name)
@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--decoders",
         nargs="+",
         default=None,
-        help=f"registry names (default: {' '.join(DECODERS)}, and "
+        help=f"registry names (default: {' '.join(SUBSTITUTED)}, and "
         f"{' '.join(OPTIONAL_DECODERS)} when registered)",
     )
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))

@@ -98,15 +98,15 @@ def test_default_decoders_add_stanza_cle_when_registered(monkeypatch, caplog):
     except ValueError:
         registered = False
     if registered:
-        assert sub.default_decoders() == [*sub.DECODERS, "stanza-cle"]
+        assert sub.default_decoders() == [*sub.SUBSTITUTED, "stanza-cle"]
         real = registry._REGISTRY["stanza-cle"]
         monkeypatch.delitem(registry._REGISTRY, "stanza-cle")
     with caplog.at_level(logging.WARNING, logger="bockparse.substitute"):
-        assert sub.default_decoders() == list(sub.DECODERS)
+        assert sub.default_decoders() == list(sub.SUBSTITUTED)
     assert "stanza-cle left out of the comparison: unknown decoder 'stanza-cle'" in caplog.text
     monkeypatch.setitem(registry._REGISTRY, "stanza-cle", real if registered else
                         registry.get_decoder("cle"))  # fmt: skip
-    assert sub.default_decoders() == [*sub.DECODERS, "stanza-cle"]
+    assert sub.default_decoders() == [*sub.SUBSTITUTED, "stanza-cle"]
     with pytest.raises(ValueError, match="unknown decoder"):
         sub.compare(None, "val", ["no-such-decoder"])
 

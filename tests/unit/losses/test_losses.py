@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from bockparse.decoders import METHODS
+from bockparse.decoders import DECODERS
 from bockparse.decoders.brute import all_trees
 from bockparse.decoders.synthetic import random_tree
 from bockparse.losses import LocalCrossEntropy, StructuredHinge, TreeCRF, log_partition
@@ -113,7 +113,7 @@ def test_hinge_gradient_is_the_indicator_difference():
     assert torch.equal(logp.grad, expected)
 
 
-@pytest.mark.parametrize("method", [m for m in METHODS if m != "brute"])
+@pytest.mark.parametrize("method", [m for m in DECODERS if m != "brute"])
 def test_every_decoder_can_be_the_oracle(method):
     scores, batch = make_batch([6, 2, 7], seed=5, aux=True)
     out = StructuredHinge(method, margin=1.0, single_root=True)(scores, batch)

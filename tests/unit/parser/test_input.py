@@ -10,7 +10,7 @@ import pytest
 
 from bockparse.cli.parser import predict as predict_cli
 from bockparse.data import DataError, check_conllu, parse_conllu, read_conllu, write_conllu
-from bockparse.decoders import METHODS
+from bockparse.decoders import DECODERS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "conllu"
 NOTAGS = "model=biaffine-notags"
@@ -87,7 +87,7 @@ def test_unknown_words_unseen_characters_one_word_and_every_decoder(untrained):
         ["\u200b", "x"],  # a zero-width space: no wordpiece, gets [UNK]
     ]
     assert "🦜" not in parser.vocabs.chars and "Zxqvbnm" not in parser.vocabs.words
-    for decoder in sorted(set(METHODS) - {"brute"}):
+    for decoder in sorted(set(DECODERS) - {"brute"}):
         parsed = parser.predict(sentences, decoder=decoder)
         assert [s.forms for s in parsed] == sentences
         for s in parsed:
