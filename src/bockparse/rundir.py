@@ -175,7 +175,8 @@ class RunLock:
 
     def _create(self) -> bool:
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(self.path, flags, 0o644)
         except FileExistsError:
             return False
         with os.fdopen(fd, "w") as f:
