@@ -151,8 +151,8 @@ def code_path(scorer, path: str):
         yield
         return
     swaps = [
-        (scorer.char_model, "forward", _legacy_characters),
-        (scorer, "contextualize", _legacy_contextualize),
+        (scorer.context.char_model, "forward", _legacy_characters),
+        (scorer.context, "contextualize", _legacy_contextualize),
         (scorer.encoder, "forward", _legacy_encoder),
     ]
     for obj, name, fn in swaps:
@@ -223,8 +223,8 @@ def components(scorer, hinge, batch, precision: str, optimizer) -> dict[str, flo
     """Seconds of each part of the current step, forward + backward each on its own."""
     parts = {}
     with torch.no_grad(), autocast(precision):
-        x = scorer.inputs(batch)
-        h = scorer.contextualize(batch)
+        x = scorer.context.inputs(batch)
+        h = scorer.context.contextualize(batch)
         scores = scorer(batch)
 
     def leaf(t):
@@ -241,12 +241,12 @@ def components(scorer, hinge, batch, precision: str, optimizer) -> dict[str, flo
 
     def characters():
         with autocast(precision):
-            out = scorer.char_model(batch.chars)
+            out = scorer.context.char_model(batch.chars)
         backward_of([out])
 
     def word_lstm():
         with autocast(precision):
-            out, _ = bilstm(scorer.lstm, scorer.dropout(leaf(x)), batch.lengths + 1)
+            out, _ = bilstm(scorer.context.lstm, scorer.context.dropout(leaf(x)), batch.lengths + 1)
         backward_of([out])
 
     def biaffine():
@@ -292,7 +292,7 @@ def forward_gflops(scorer, batch) -> dict[str, float]:
     B, N = batch.mask.shape
     chars = batch.chars[(batch.chars != PAD_INDEX).any(-1)]
     M, C = torch.unique(chars, dim=0).shape
-    lstm, char_lstm = scorer.lstm, scorer.char_model.lstm
+    lstm, char_lstm = scorer.context.lstm, scorer.context.char_model.lstm
     H = lstm.hidden_size
     word = sum(
         2 * 2 * 4 * H * ((lstm.input_size if layer == 0 else 2 * H) + H) * B * N

@@ -8,7 +8,8 @@ as "not a model file".
 **The model schema** (:data:`SCHEMA_VERSION`). A scorer is described by plain data only::
 
     {"kind": "biaffine" | "transition",          # a class of this project, from MODEL_KINDS
-     "params": {name: bool | int | float | str | None | list, ...},  # its keyword arguments
+     "params": {name: bool | int | float | str | None | list, ...,  # its keyword arguments
+                "context": {name: ..., ...}},   # the Contextualizer's (inputs and BiLSTM)
      "encoder": None | {
          "transformer": {"kind": "pretrained", "name_or_path": str}
                       | {"kind": "random_bert", "params": {...}},   # random_bert's arguments
@@ -18,10 +19,12 @@ as "not a model file".
 
 :func:`validate_spec` checks every kind against the fixed registries and every parameter name
 against the signature of the class or function it is passed to, and every value's type, before
-anything is built; :func:`build_scorer` then calls those classes directly. Nothing read from a
-file reaches ``hydra.utils.instantiate`` or an import by name. :func:`spec_from_config` turns a
-run's composed config (``.hydra/config.yaml``, whose ``_target_`` strings are looked up in
-:data:`TARGETS`, never imported) into a spec.
+anything is built; :func:`build_scorer` then calls those classes directly. Specs of schema
+version 2 (the contextualiser's parameters beside the head's, before ``model.context``) are
+read through :func:`nested_params`, and their weights through :func:`current_state`. Nothing
+read from a file reaches ``hydra.utils.instantiate`` or an import by name.
+:func:`spec_from_config` turns a run's composed config (``.hydra/config.yaml``, whose
+``_target_`` strings are looked up in :data:`TARGETS`, never imported) into a spec.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from torch import nn
 
 from .data.conllu import DataError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: params.context (model.context); 2: one flat params mapping
 PLAIN = (bool, int, float, str, type(None))
 # Hydra targets of the project's own conf/ tree -> schema kinds (looked up, never imported).
 TARGETS = {
@@ -53,6 +56,14 @@ TARGETS = {
 }
 # Keys of a Hydra node that are Hydra's, not the callee's.
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
+CONTEXT = "context"  # the head's parameter (and the config node) holding the Contextualizer's
+# The Contextualizer's parameters (beside the head's in schema version 2) and the submodules
+# they build (top-level modules of a version-2 biaffine scorer's state dict).
+CONTEXT_PARAMS = frozenset({
+    "use_words", "word_dim", "word_dropout", "use_chars", "char_dim", "char_hidden", "use_upos",
+    "use_xpos", "use_feats", "tag_dim", "lstm_hidden", "lstm_layers", "dropout"})  # fmt: skip
+CONTEXT_MODULES = ("encoder.", "word_embedding.", "upos_embedding.", "xpos_embedding.",
+                   "feats_embedding.", "char_model.", "lstm.")  # fmt: skip
 
 
 class ModelError(DataError):
@@ -105,6 +116,26 @@ def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
 # -- the schema ------------------------------------------------------------------------------
 
 
+def nested_params(params: Any) -> Any:
+    """A head's parameters with the contextualiser's under ``context``: schema version 2's flat
+    mapping (and a run config composed before ``model.context``) moved there; anything else
+    (already nested, or not a mapping) as is, for :func:`validate_spec` to judge."""
+    if not isinstance(params, Mapping) or CONTEXT in params:
+        return params
+    flat = {k: v for k, v in params.items() if k not in CONTEXT_PARAMS}
+    return {**flat, CONTEXT: {k: v for k, v in params.items() if k in CONTEXT_PARAMS}}
+
+
+def current_state(kind: str, state: Mapping[str, Any]) -> dict[str, Any]:
+    """A scorer's weights in the current module layout: a biaffine scorer saved before it
+    composed its contextualiser (schema version 2: ``lstm.*`` instead of ``context.lstm.*``)
+    gets the ``context.`` prefix on the contextualiser's modules; the same tensors."""
+    state = dict(state)
+    if kind != "biaffine" or any(k.startswith(CONTEXT + ".") for k in state):
+        return state
+    return {f"{CONTEXT}.{k}" if k.startswith(CONTEXT_MODULES) else k: v for k, v in state.items()}
+
+
 def _plain(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return all(_plain(v) for v in value)
@@ -112,13 +143,22 @@ def _plain(value: Any) -> bool:
 
 
 def _check_params(
-    params: Any, callee: Callable[..., Any], skip: tuple[str, ...], where: str
+    params: Any,
+    callee: Callable[..., Any],
+    skip: tuple[str, ...],
+    where: str,
+    nested: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """``params`` if it is a dict of plain values whose names ``callee`` takes (but ``skip``)."""
+    """``params`` if it is a dict of plain values whose names ``callee`` takes (but ``skip``);
+    the ``nested`` names hold a mapping instead (checked by the caller)."""
     if not isinstance(params, Mapping):
         raise ModelError(f"{where}: parameters must be a mapping, got {type(params).__name__}")
     accepted = set(inspect.signature(callee).parameters) - set(skip)
     for name, value in params.items():
+        if name in nested:
+            if not isinstance(value, Mapping):
+                raise ModelError(f"{where}: parameter {name!r} must be a mapping")
+            continue
         if name not in accepted:
             raise ModelError(f"{where}: unknown parameter {name!r} (known: {sorted(accepted)})")
         if not _plain(value):
@@ -141,6 +181,7 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     """``spec`` if it follows the schema (module doc); raises :class:`ModelError` naming
     ``source`` and the first problem otherwise. Nothing is built or imported by name."""
     from .model.encoder import TransformerEncoder, random_bert
+    from .model.scorer import Contextualizer
 
     where = f"{source}: model"
     if not isinstance(spec, Mapping):
@@ -148,11 +189,24 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     unknown = set(spec) - {"kind", "params", "encoder"}
     if unknown:
         raise ModelError(f"{where}: unknown keys {sorted(unknown)}")
+    spec = {**spec, "params": nested_params(spec.get("params"))}
     kinds = model_kinds()
     kind = spec.get("kind")
     if kind not in kinds:
         raise ModelError(f"{where}: unknown kind {kind!r} (known: {sorted(kinds)})")
-    _check_params(spec.get("params"), kinds[kind], ("self", "vocabs", "encoder"), where)
+    params = _check_params(
+        spec.get("params"),
+        kinds[kind],
+        ("self", "vocabs", "encoder", CONTEXT),
+        where,
+        nested=(CONTEXT,),
+    )
+    if CONTEXT not in params:
+        raise ModelError(f"{where}: no {CONTEXT!r} parameters")
+    _check_params(
+        params[CONTEXT], Contextualizer, ("self", "vocabs", "encoder"), f"{where} {CONTEXT}"
+    )
+    spec = {**spec, "params": params}
     encoder = spec.get("encoder")
     if encoder is None:
         return dict(spec)
@@ -262,4 +316,5 @@ def build_scorer(spec: Mapping[str, Any], vocabs: Any, transformer: nn.Module | 
     encoder = None
     if transformer is not None:
         encoder = TransformerEncoder(transformer=transformer, **spec["encoder"].get("params", {}))
-    return model_kinds()[spec["kind"]](vocabs=vocabs, encoder=encoder, **spec["params"])
+    params = nested_params(spec["params"])
+    return model_kinds()[spec["kind"]](vocabs=vocabs, encoder=encoder, **params)

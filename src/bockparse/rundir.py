@@ -76,28 +76,44 @@ def run_dir_of(checkpoint: str | os.PathLike) -> Path:
     return run_dir
 
 
+# Names of runs written before a run's name was a function of its loss and decoder alone
+# (issue 28): the Table 1 presets local-ce and crf named theirs after themselves.
+LEGACY_NAMES = {("local-ce", "cle"): "local-ce-cle", ("crf", "cle"): "crf-cle"}
+
+
+def current_name(name: str | None, decoder: str | None) -> str | None:
+    """A run's name as it is spelled now: ``<loss>-<decoder>`` for a run of the old presets
+    (:data:`LEGACY_NAMES`), else ``name``."""
+    return LEGACY_NAMES.get((name, decoder), name)
+
+
 def current_keys(cfg: Any) -> Any:
     """A run's saved config (an OmegaConf ``DictConfig``) in the current key layout.
 
     Run folders written before the config groups mirrored the code keep the run's name, decoder
     and loss (and a transition parser's system) under ``condition``; they move to ``name``,
     ``decoder``, ``loss`` and ``model.system`` (a copy; the hinge's ``decoder: ${..decoder}``
-    still names the run's decoder). A config in the current layout is returned as is. The one
-    place that knows the old layout.
+    still names the run's decoder). A run's old name becomes its current one
+    (:func:`current_name`). A config in the current layout is returned as is. The one place
+    that knows the old layouts (a model's old layout: :func:`bockparse.modelfile.nested_params`).
     """
-    from omegaconf import open_dict
+    from omegaconf import OmegaConf, open_dict
 
-    if "condition" not in cfg or "loss" in cfg:
-        return cfg
-    old = cfg.condition
-    cfg = cfg.copy()
-    with open_dict(cfg):
-        cfg.name = old.get("name")
-        cfg.decoder = old.get("decoder")
-        cfg.loss = old.get("loss")
-        if "system" in old and "model" in cfg:
-            cfg.model.system = old.system
-        del cfg["condition"]
+    if "condition" in cfg and "loss" not in cfg:
+        old = cfg.condition
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            cfg.name = old.get("name")
+            cfg.decoder = old.get("decoder")
+            cfg.loss = old.get("loss")
+            if "system" in old and "model" in cfg:
+                cfg.model.system = old.system
+            del cfg["condition"]
+    name = OmegaConf.select(cfg, "name", default=None, throw_on_resolution_failure=False)
+    decoder = OmegaConf.select(cfg, "decoder", default=None, throw_on_resolution_failure=False)
+    if current_name(name, decoder) != name:
+        cfg = cfg.copy()
+        cfg.name = current_name(name, decoder)
     return cfg
 
 

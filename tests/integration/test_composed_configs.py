@@ -15,6 +15,7 @@ from composed_configs import flat_config, flat_configs
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
+from bockparse.modelfile import CONTEXT_PARAMS
 from bockparse.training.checks import DATA_ENV
 from bockparse.training.train import CONF_DIR, build, resolve_run_precision
 
@@ -33,6 +34,8 @@ KEY_MAP = {
     "condition.loss": "loss",
     "condition.system": "model.system",  # the transition system lived twice; now only here
     "hydra.sweeper.params.condition.decoder": "hydra.sweeper.params.decoder",
+    # The inputs and the BiLSTM are one node, composed by every head (issue 28).
+    **{f"model.{key}": f"model.context.{key}" for key in sorted(CONTEXT_PARAMS)},
 }
 
 # The ablation grid's old spelling, condition=<C> condition.decoder=<D>: the loss of each C.
@@ -140,9 +143,9 @@ INTENDED: list[tuple[Any, ...]] = [
 # narrower layers), Stanza's second-stage rate, and a budget chosen from the calibration runs
 # (experiments/table1-ud/README.md): key -> (old, new) per experiment.
 PAPER_PARSER = {
-    "model.lstm_layers": (2, 3),
-    "model.lstm_hidden": (200, 400),
-    "model.char_hidden": (100, 400),
+    "model.context.lstm_layers": (2, 3),
+    "model.context.lstm_hidden": (200, 400),
+    "model.context.char_hidden": (100, 400),
     "model.arc_hidden": (200, 400),
     "model.aux_hidden": (100, 400),
     "optim.eval_every": (50, 100),
@@ -156,8 +159,8 @@ REBUDGETED = {
     "table1-ud-ewt": {
         **PAPER_PARSER,
         "model.rel_hidden": (100, 400),
-        "model.char_dim": (50, 100),
-        "model.dropout": (0.33, 0.5),
+        "model.context.char_dim": (50, 100),
+        "model.context.dropout": (0.33, 0.5),
         "optim.stage2.lr": (2e-3, 2e-4),
         "optim.max_steps": (300, 400),
         "trainer.max_steps": (300, 400),
@@ -186,6 +189,25 @@ INTENDED += [
 ]
 
 
+# A run's name is a function of (loss, decoder) (issue 28): the two presets that named their
+# runs after themselves now give <loss>-<decoder>, in the name and every path made of it.
+RENAMED_RUNS = {"local-ce": "local-ce-cle", "crf": "crf-cle"}
+NAMED_KEYS = ("name", "hydra.run.dir", "hydra.sweep.subdir", "logger.wandb.name")
+
+
+def _renamed(out: dict[str, Any]) -> None:
+    old = out.get("name")
+    if old not in RENAMED_RUNS:
+        return
+    for key in NAMED_KEYS:
+        if key in out:
+            parts = str(out[key]).split("/")
+            last = [p if p != old else RENAMED_RUNS[old] for p in parts]
+            if key == "logger.wandb.name":  # <name>-seed<seed>
+                last = [str(out[key]).replace(f"{old}-seed", f"{RENAMED_RUNS[old]}-seed", 1)]
+            out[key] = "/".join(last)
+
+
 def new_key(old: str) -> str:
     for prefix, target in sorted(KEY_MAP.items(), key=lambda kv: -len(kv[0])):
         if old == prefix or old.startswith(prefix + "."):
@@ -210,6 +232,7 @@ def expected(old: dict[str, Any], overrides: str) -> dict[str, Any]:
             out.pop(key, None)
             if after is not ABSENT:
                 out[changed] = after(out) if callable(after) else after
+    _renamed(out)
     return out
 
 
@@ -306,7 +329,8 @@ LOSSES = sorted(p.stem for p in (Path(CONF_DIR) / "loss").glob("*.yaml"))
 
 @pytest.mark.parametrize("loss", LOSSES)
 def test_every_loss_instantiates_and_names_its_runs(loss):
-    decoder = [] if loss == "transition" else ["decoder=tarjan"]  # a transition parser has none
+    # a transition parser has no decoder, and trains only as model=transition
+    decoder = ["model=transition"] if loss == "transition" else ["decoder=tarjan"]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("train", overrides=[f"loss={loss}", *decoder])
     instance = instantiate(cfg.loss)

@@ -108,8 +108,8 @@ def test_a_killed_ddp_run_resumes(tmp_path):
     saved = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
     assert 0 < saved < 24 and not (tmp_path / "metrics.json").exists()
     refused = train(tmp_path, *DDP, *budget, "condition=local-ce", "resume=true",
-                    "model.lstm_hidden=48")  # fmt: skip
-    assert refused.returncode == 1 and "model.lstm_hidden: 32 -> 48" in refused.stderr
+                    "model.context.lstm_hidden=48")  # fmt: skip
+    assert refused.returncode == 1 and "model.context.lstm_hidden: 32 -> 48" in refused.stderr
     proc = train(tmp_path, *DDP, *budget, "condition=local-ce", "resume=true")
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert f"resuming from {last}" in (tmp_path / "train.log").read_text(encoding="utf-8")

@@ -56,14 +56,14 @@ def test_a_checkpoint_without_training_state_is_refused(tmp_path):
 def test_a_changed_model_data_or_condition_is_refused_with_every_key(tmp_path):
     trained = OmegaConf.to_container(composed(), resolve=True)
     write_last(tmp_path, trained)
-    cfg = composed("resume=true", "model.lstm_hidden=48", "data.batch_size=500",
+    cfg = composed("resume=true", "model.context.lstm_hidden=48", "data.batch_size=500",
                    "condition=local-ce", "data.num_workers=2", "optim.max_steps=9")  # fmt: skip
     with pytest.raises(ResumeError) as err:
         run(cfg, tmp_path)
     message = str(err.value)
-    assert "model.lstm_hidden: 32 -> 48" in message
+    assert "model.context.lstm_hidden: 32 -> 48" in message
     assert "data.batch_size: 400 -> 500" in message
-    assert "name: 'hinge-bock' -> 'local-ce'" in message
+    assert "name: 'hinge-bock' -> 'local-ce-cle'" in message
     assert "decoder: 'bock' -> 'cle'" in message
     # the number of workers and the update budget may change
     assert "num_workers" not in message and "max_steps" not in message

@@ -18,7 +18,8 @@ from bockparse.training.train import CONF_DIR
 
 REPO = Path(CONF_DIR).parent
 SWEEPS = sorted(p.stem for p in (Path(CONF_DIR) / "sweep").glob("*.yaml"))
-TABLE1 = ("local-ce", "hinge-cle", "hinge-bock")
+TABLE1 = ("local-ce", "hinge-cle", "hinge-bock")  # the conditions (presets of loss and decoder)
+TABLE1_RUNS = ("local-ce-cle", "hinge-cle", "hinge-bock")  # the names of their runs
 
 
 def composed(*overrides: str):
@@ -66,7 +67,7 @@ def test_table1_ud_jobs_get_one_folder_per_treebank():
 )  # fmt: skip
 @pytest.mark.parametrize("experiment", ["smoke", "table1-ud-gsd"])
 def test_ablation_names_loss_and_decoder(experiment, loss, decoder, name):
-    # table1-ud-gsd picks the condition local-ce, whose name the grid must not inherit
+    # table1-ud-gsd picks the condition local-ce, a preset the grid's axes replace
     cfg = composed(f"experiment={experiment}", "sweep=ablation", f"loss={loss}",
                    f"decoder={decoder}")  # fmt: skip
     assert cfg.name == name and cfg.decoder == decoder
@@ -82,12 +83,15 @@ def test_ablation_names_loss_and_decoder(experiment, loss, decoder, name):
 @pytest.mark.parametrize(
     ("overrides", "name"),
     [(["loss=hinge", "decoder=eisner"], "hinge-eisner"), (["loss=crf"], "crf-bock"),
-     (["loss=transition"], "arc-standard"), (["condition=crf"], "crf"),
-     (["condition=local-ce"], "local-ce"), (["condition=hinge-cle"], "hinge-cle"),
-     (["condition=arc-eager"], "arc-eager"),
-     (["experiment=table1-ud-gsd", "~condition", "loss=crf", "decoder=tarjan"], "crf-tarjan")],
+     (["model=transition", "loss=transition"], "arc-standard"), (["condition=crf"], "crf-cle"),
+     (["condition=local-ce"], "local-ce-cle"), (["loss=local-ce", "decoder=cle"], "local-ce-cle"),
+     (["condition=hinge-cle"], "hinge-cle"), (["condition=arc-eager"], "arc-eager"),
+     (["experiment=table1-ud-gsd", "loss=crf", "decoder=tarjan"], "crf-tarjan"),
+     (["experiment=table1-ud-gsd", "~condition", "loss=crf", "decoder=tarjan"], "crf-tarjan"),
+     (["condition=local-ce", "name=mine"], "mine")],
 )  # fmt: skip
-def test_runs_are_named_by_loss_and_decoder_or_their_condition(overrides, name):
+def test_runs_are_named_by_loss_and_decoder_however_spelled(overrides, name):
+    # a function of (loss, decoder) (a transition parser: its system), or an explicit name
     cfg = composed(*overrides)
     assert cfg.name == name
     assert cfg.hydra.run.dir == f"outputs/{cfg.experiment_name}/{name}/seed1111"
@@ -101,11 +105,11 @@ def test_paper_settings(experiment, encoder):
     cfg = composed(f"experiment={experiment}")
     assert cfg.experiment_name == experiment
     assert cfg.encoder.name_or_path == encoder and cfg.encoder.lr_scale == 1.0
-    assert (cfg.model.lstm_layers, cfg.model.lstm_hidden) == (3, 400)
+    assert (cfg.model.context.lstm_layers, cfg.model.context.lstm_hidden) == (3, 400)
     assert cfg.data.batch_size == 5000
     assert (cfg.optim.max_steps, cfg.optim.eval_every, cfg.optim.transformer_warmup) == (
         50000, 100, 500)  # fmt: skip
-    assert cfg.exclude_punct is None and cfg.name == "local-ce"
+    assert cfg.exclude_punct is None and cfg.name == "local-ce-cle"
     assert OmegaConf.is_missing(cfg.data, "train")
     assert cfg.hydra.callbacks.require_data._target_.endswith("checks.RequireData")
 
@@ -120,9 +124,10 @@ def test_stand_in_settings(experiment):
     # the paper's parser (table1-paper) ...
     paper = composed("experiment=table1-paper").model
     assert cfg.model == paper
-    assert (cfg.model.lstm_layers, cfg.model.lstm_hidden, cfg.model.char_hidden) == (3, 400, 400)
+    context = cfg.model.context
+    assert (context.lstm_layers, context.lstm_hidden, context.char_hidden) == (3, 400, 400)
     assert cfg.model.arc_hidden == cfg.model.rel_hidden == 400
-    assert cfg.model.use_upos and cfg.model.use_xpos and cfg.model.use_feats
+    assert context.use_upos and context.use_xpos and context.use_feats
     # ... and Stanza 1.15's schedule, its update counts scaled to the budget
     optim, stanza = cfg.optim, composed().optim
     assert (optim.stage1, optim.stage2) == (stanza.stage1, stanza.stage2)
@@ -191,7 +196,7 @@ def test_smoke_sweep_and_table(smoke_sweep, tmp_path, capsys):
     from bockparse.experiments.runs import discover
     from bockparse.experiments.table import aggregate, main
 
-    for condition in TABLE1:
+    for condition in TABLE1_RUNS:
         for seed in (1111, 2222):
             metrics = json.loads((smoke_sweep / condition / f"seed{seed}" / "metrics.json")
                                  .read_text(encoding="utf-8"))  # fmt: skip
@@ -200,7 +205,7 @@ def test_smoke_sweep_and_table(smoke_sweep, tmp_path, capsys):
     assert group.label == "smoke (ewt-sample)"
     assert group.expected_seeds == (1111, 2222)
     assert not group.missing and not group.failed and len(group.used) == 6
-    assert all(group.cells[c]["las"].n == 2 for c in TABLE1)
+    assert all(group.cells[c]["las"].n == 2 for c in TABLE1_RUNS)
     assert group.paired().n == 2
     out = tmp_path / "table"
     assert main([str(smoke_sweep), "--out", str(out), "--strict"]) == 0
@@ -213,7 +218,7 @@ def test_smoke_sweep_and_table(smoke_sweep, tmp_path, capsys):
 def test_smoke_sweep_substitution_reeval_rootstudy(smoke_sweep, tmp_path, capsys):
     from bockparse.experiments import reeval, rootstudy, substitute
 
-    run = smoke_sweep / "local-ce" / "seed1111"
+    run = smoke_sweep / "local-ce-cle" / "seed1111"
     report = substitute.substitute(run, stages=("val",))
     res = report["stages"]["val"]
     assert res["sentences"] == 400

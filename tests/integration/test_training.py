@@ -25,12 +25,17 @@ def composed(*overrides: str):
 
 @pytest.mark.parametrize("condition", CONDITIONS)
 def test_every_condition_composes_and_instantiates(condition):
-    cfg = composed(f"condition={condition}")
-    assert cfg.name == condition
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", overrides=[f"condition={condition}"], return_hydra_config=True)
+    loss_choice = cfg.hydra.runtime.choices.loss
     if cfg.decoder is None:  # a parser that decodes itself (bockparse.transition)
         assert callable(getattr(get_class(cfg.model._target_), "predict", None))
+        assert cfg.name == cfg.model.system == condition
     else:
         assert cfg.decoder in DECODERS
+        # a preset of a loss and a decoder: its runs are named <loss>-<decoder>
+        spelled = composed(f"loss={loss_choice}", f"decoder={cfg.decoder}")
+        assert cfg.name == spelled.name == f"{loss_choice}-{cfg.decoder}"
     loss = instantiate(cfg.loss)
     assert callable(loss)
     if hasattr(loss, "decoder"):
@@ -82,7 +87,7 @@ def test_short_run_writes_every_output(tmp_path, monkeypatch, caplog):
     assert metrics == result
     for key in ("val/uas", "val/las", "val/lcm", "test/uas", "test/las", "test/lcm"):
         assert 0.0 <= metrics[key] <= 100.0
-    assert metrics["condition"] == "local-ce" and metrics["decoder"] == "cle"
+    assert metrics["condition"] == "local-ce-cle" and metrics["decoder"] == "cle"
     assert metrics["seed"] == 1111 and metrics["best_step"] in (3, 6)
     for name in ("checkpoints/best.ckpt", "checkpoints/last.ckpt", "predictions/val.conllu",
                  "predictions/test.conllu", "csv/metrics.csv"):  # fmt: skip
@@ -250,19 +255,19 @@ def test_same_seed_same_metrics(tmp_path):
 PAPER = {  # Wang & Park (2026), §5 and Appendix B; Stanza 1.15's defaults where the paper is silent
     "encoder.lr_scale": 1.0,  # "BERT is fully fine-tuned"
     "encoder.layers": 4,
-    "model.lstm_layers": 3,  # "three-layer bidirectional LSTM with hidden-size setting 400"
-    "model.lstm_hidden": 400,
-    "model.use_words": True,  # "Word and character representations, UPOS, XPOS, and
-    "model.use_chars": True,  # morphological features"
-    "model.use_upos": True,
-    "model.use_xpos": True,
-    "model.use_feats": True,
-    "model.word_dim": 75,
-    "model.char_dim": 100,
-    "model.char_hidden": 400,
-    "model.tag_dim": 50,
-    "model.dropout": 0.5,
-    "model.word_dropout": 0.33,
+    "model.context.lstm_layers": 3,  # "three-layer bidirectional LSTM with hidden-size setting 400"
+    "model.context.lstm_hidden": 400,
+    "model.context.use_words": True,  # "Word and character representations, UPOS, XPOS, and
+    "model.context.use_chars": True,  # morphological features"
+    "model.context.use_upos": True,
+    "model.context.use_xpos": True,
+    "model.context.use_feats": True,
+    "model.context.word_dim": 75,
+    "model.context.char_dim": 100,
+    "model.context.char_hidden": 400,
+    "model.context.tag_dim": 50,
+    "model.context.dropout": 0.5,
+    "model.context.word_dropout": 0.33,
     "model.arc_hidden": 400,
     "model.rel_hidden": 400,
     "model.aux_hidden": 400,
@@ -322,7 +327,7 @@ def test_a_transition_parser_refuses_a_graph_decoder(tmp_path, monkeypatch):
     from bockparse.training.train import build
 
     monkeypatch.chdir(REPO)
-    cfg = composed("experiment=smoke", "~condition", "loss=transition", "decoder=bock")
+    cfg = composed("experiment=smoke", "condition=arc-standard", "decoder=bock")
     with pytest.raises(ValueError, match=r"predicts its trees itself.*decoder=bock"):
         build(cfg)
-    assert composed("experiment=smoke", "~condition", "loss=transition").decoder is None
+    assert composed("experiment=smoke", "condition=arc-standard").decoder is None

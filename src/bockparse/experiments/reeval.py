@@ -28,8 +28,8 @@ from .table import aggregate, render, write_csv
 
 # Appendix B: test LAS and LCM under the POS-based punctuation exclusions (no UAS given).
 PAPER_PUNCT_EXCLUDED: dict[str, dict[str, tuple[float | None, float | None, float | None]]] = {
-    "table1-ptb": {"local-ce": (None, 95.10, 57.71), "hinge-cle": (None, 95.02, 56.91)},
-    "table1-ctb": {"local-ce": (None, 90.56, 44.24), "hinge-cle": (None, 90.61, 43.73)},
+    "table1-ptb": {"local-ce-cle": (None, 95.10, 57.71), "hinge-cle": (None, 95.02, 56.91)},
+    "table1-ctb": {"local-ce-cle": (None, 90.56, 44.24), "hinge-cle": (None, 90.61, 43.73)},
 }
 TOLERANCE = 1e-6  # percentage points between metrics.json and the re-evaluation
 

@@ -12,7 +12,7 @@ METRICS = ("uas", "las", "lcm")
 
 # Table 1's rows: condition name -> label, in the paper's order.
 TABLE1_CONDITIONS: dict[str, str] = {
-    "local-ce": "Local CE",
+    "local-ce-cle": "Local CE",
     "hinge-cle": "Hinge (CL/E)",
     "hinge-bock": "Hinge (Bock)",
 }
@@ -25,7 +25,7 @@ DECODER_ORDER = ("cle", "bock", "bock-original", "tarjan", "eisner")
 
 
 def row_key(run: Run, layout: str) -> object:
-    """A run's row: its name (layout ``"table1"``: ``local-ce``, ...) or ``(loss, decoder)``
+    """A run's row: its name (layout ``"table1"``: ``local-ce-cle``, ...) or ``(loss, decoder)``
     (layout ``"grid"``)."""
     return run.condition if layout == "table1" else (run.loss, run.decoder)
 

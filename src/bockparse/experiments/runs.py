@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..rundir import CONFIG as CONFIG_FILE
 from ..rundir import HYDRA as HYDRA_FILE
 from ..rundir import METRICS as METRICS_FILE
-from ..rundir import current_keys
+from ..rundir import current_keys, current_name
 from ..rundir import predictions as predictions_path
 
 
@@ -33,7 +33,7 @@ class Run:
         path: the folder.
         experiment: ``experiment_name`` (from ``metrics.json``, else the saved config).
         data: the data config chosen (``ud-english-ewt``, ``ptb``, ...), or ``None``.
-        condition: the run's name (``local-ce``, ``hinge-bock``, ``crf-tarjan``, ...; the
+        condition: the run's name (``local-ce-cle``, ``hinge-bock``, ``arc-eager``, ...; the
             config's ``name``), or ``None``.
         decoder: the run's decoder, or ``None``.
         loss: the loss class name (``StructuredHinge``, ...), or ``None``.
@@ -141,6 +141,7 @@ def read_run(path: str | Path) -> Run:
         error = f"no {METRICS_FILE} (the run failed, was stopped, or is still running)"
     source = metrics or {}
     seed = source.get("seed", _select(cfg, "seed"))
+    decoder = source.get("decoder", _select(cfg, "decoder"))
     loss = source.get("loss")
     if loss is None:
         target = _select(cfg, "loss._target_")
@@ -149,8 +150,8 @@ def read_run(path: str | Path) -> Run:
         path=path,
         experiment=source.get("experiment", _select(cfg, "experiment_name")),
         data=data,
-        condition=source.get("condition", _select(cfg, "name")),
-        decoder=source.get("decoder", _select(cfg, "decoder")),
+        condition=current_name(source.get("condition", _select(cfg, "name")), decoder),
+        decoder=decoder,
         loss=loss,
         seed=None if seed is None else int(seed),
         metrics=metrics,

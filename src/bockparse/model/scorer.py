@@ -19,14 +19,18 @@ No masking and no loss here: scores are finite everywhere (the losses and decode
 column 0, the diagonal and padding), and the output is the same in train and eval mode apart
 from dropout.
 
-Configured by ``conf/model/biaffine.yaml`` (``_partial_``), completed with the vocabularies
-and the encoder::
+Configured by ``conf/model/biaffine.yaml`` (``_partial_``; the :class:`Contextualizer`'s
+settings are its ``context`` node, ``conf/model/context/``, composed by the transition parser
+too), completed with the vocabularies and the encoder::
 
     encoder = hydra.utils.instantiate(cfg.encoder.model)  # None for encoder=none
     scorer = hydra.utils.instantiate(cfg.model)(vocabs=datamodule.vocabs, encoder=encoder)
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -90,7 +94,8 @@ class CharacterModel(nn.Module):
 class Contextualizer(nn.Module):
     """The inputs and the BiLSTM (module doc): ``contextualize(batch)`` gives the states that
     the graph scorer (:class:`BiaffineScorer`) and the transition parser
-    (``bockparse.transition.TransitionParser``) score from.
+    (``bockparse.transition.TransitionParser``) score from; each composes one, configured by
+    ``model.context`` (``conf/model/context/``).
 
     Args:
         vocabs: the training vocabularies (sizes of the embedding tables).
@@ -216,15 +221,15 @@ class Contextualizer(nn.Module):
         return self.dropout(out.masked_fill(padding[..., None], 0.0))
 
 
-class BiaffineScorer(Contextualizer):
+class BiaffineScorer(nn.Module):
     """Stanza's biaffine parser as a scorer: ``forward(batch) -> ParserScores`` (module doc), the
-    arc, relation and auxiliary biaffines on the :class:`Contextualizer`'s states.
+    arc, relation and auxiliary biaffines on the states of its :class:`Contextualizer`.
 
     Args:
-        vocabs, encoder, use_words, word_dim, word_dropout, use_chars, char_dim, char_hidden,
-        use_upos, use_xpos, use_feats, tag_dim, lstm_hidden, lstm_layers: as
-            :class:`Contextualizer` (``vocabs`` also gives ``R``).
-        dropout: as :class:`Contextualizer`, and on the biaffine MLPs.
+        vocabs: the training vocabularies (embedding sizes, and ``R``).
+        encoder: the transformer input, or ``None`` for none.
+        context: the :class:`Contextualizer`'s other arguments (``conf/model/context/``); its
+            ``dropout`` is also the biaffine MLPs'.
         arc_hidden: arc MLP width.
         rel_hidden: relation MLP width.
         linearization, distance: Stanza's auxiliary scorers (and their terms in the arc
@@ -242,19 +247,7 @@ class BiaffineScorer(Contextualizer):
         *,
         vocabs: Vocabs,
         encoder: TransformerEncoder | None,
-        use_words: bool,
-        word_dim: int,
-        word_dropout: float,
-        use_chars: bool,
-        char_dim: int,
-        char_hidden: int,
-        use_upos: bool,
-        use_xpos: bool,
-        use_feats: bool,
-        tag_dim: int,
-        lstm_hidden: int,
-        lstm_layers: int,
-        dropout: float,
+        context: Mapping[str, Any],
         arc_hidden: int,
         rel_hidden: int,
         linearization: bool,
@@ -262,31 +255,20 @@ class BiaffineScorer(Contextualizer):
         aux_hidden: int,
         biaffine_init_std: float,
     ):
-        super().__init__(
-            vocabs=vocabs,
-            encoder=encoder,
-            use_words=use_words,
-            word_dim=word_dim,
-            word_dropout=word_dropout,
-            use_chars=use_chars,
-            char_dim=char_dim,
-            char_hidden=char_hidden,
-            use_upos=use_upos,
-            use_xpos=use_xpos,
-            use_feats=use_feats,
-            tag_dim=tag_dim,
-            lstm_hidden=lstm_hidden,
-            lstm_layers=lstm_layers,
-            dropout=dropout,
-        )
-        width = self.width
-        std = biaffine_init_std
+        super().__init__()
+        self.context = Contextualizer(vocabs=vocabs, encoder=encoder, **dict(context))
+        width, dropout, std = self.context.width, self.context.dropout.p, biaffine_init_std
         self.arc = DeepBiaffine(width, arc_hidden, 1, dropout, std)
         self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout, std)
         self.linearization = (
             DeepBiaffine(width, aux_hidden, 1, dropout, std) if linearization else None
         )
         self.distance = DeepBiaffine(width, aux_hidden, 1, dropout, std) if distance else None
+
+    @property
+    def encoder(self) -> TransformerEncoder | None:
+        """The contextualiser's transformer (its own learning rate in ``ParserModule``)."""
+        return self.context.encoder
 
     def forward(self, batch: Batch) -> ParserScores:
         """Score every arc and relation of a batch.
@@ -299,7 +281,7 @@ class BiaffineScorer(Contextualizer):
             ``rel [B, N, N, R]``, and ``linearization`` / ``distance`` ``[B, N, N]`` or
             ``None`` when off; all head-major ``[b, h, d]`` and finite.
         """
-        x = self.contextualize(batch)
+        x = self.context.contextualize(batch)
         arc = self.arc(x).squeeze(-1)  # [B, N, N]
         # Training: every loss reads all pairs, computed here so that the dropout draws keep
         # their order; evaluation: on demand, at the predicted heads alone (ParserScores).

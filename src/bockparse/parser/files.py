@@ -17,7 +17,9 @@ describe is validated against the schema before anything is built. A model file 
 scorer's weights (no optimiser state), and one JSON string with the vocabularies, the settings
 (the model spec among them) and the run's metadata; the transformer's configuration and
 tokenizer files travel as byte tensors. Version 1 files (whose settings held the Hydra nodes)
-are read through the same closed lookup.
+are read through the same closed lookup; version 1 and 2 files (and run folders written
+before ``model.context``) through :func:`bockparse.modelfile.nested_params` and
+:func:`~bockparse.modelfile.current_state`.
 """
 
 from __future__ import annotations
@@ -37,11 +39,18 @@ from .. import rundir
 from ..data.subwords import WordPieces
 from ..data.vocab import Vocabs
 from ..hardware import AUTO, AUTOCAST_DTYPES
-from ..modelfile import ModelError, build_scorer, build_transformer, load_tensors, spec_from_config
+from ..modelfile import (
+    ModelError,
+    build_scorer,
+    build_transformer,
+    current_state,
+    load_tensors,
+    spec_from_config,
+)
 from .settings import RunSettings, checked_settings, run_settings
 
 FORMAT = "bockparse-model"
-FORMAT_VERSION = 2  # 2: settings.model is the closed schema's spec; 1: Hydra nodes (read too)
+FORMAT_VERSION = 3  # 3: the spec's params.context; 2: the spec flat; 1: Hydra nodes (all read)
 
 
 class Loaded(NamedTuple):
@@ -171,18 +180,18 @@ def _load_checkpoint(path: Path, run_dir: Path, content: dict[str, Any] | None =
     if metrics.is_file():
         metadata["metrics"] = rundir.read_json(metrics)
     scorer = build_scorer(settings.model, vocabs, transformer)
-    _load_weights(path, scorer, _scorer_state(path, content["state_dict"]))
+    _load_weights(path, scorer, settings.model["kind"], _scorer_state(path, content["state_dict"]))
     return Loaded(scorer, vocabs, wordpieces, settings, metadata)
 
 
 def _load_exported(path: Path, content: dict[str, Any]) -> Loaded:
-    """A model file of :func:`save` (format version 1 or 2)."""
+    """A model file of :func:`save` (format version 1, 2 or 3)."""
     from transformers import AutoTokenizer
 
     version = content.get("version")
-    if version not in (1, FORMAT_VERSION):
+    if version not in range(1, FORMAT_VERSION + 1):
         raise ModelError(
-            f"{path}: model file version {version!r}; this bockparse reads versions 1 and "
+            f"{path}: model file version {version!r}; this bockparse reads versions 1 to "
             f"{FORMAT_VERSION}"
         )
     try:
@@ -208,13 +217,15 @@ def _load_exported(path: Path, content: dict[str, Any]) -> Loaded:
             transformer = _transformer_from_files(Path(tmp))
         wordpieces = WordPieces(tokenizer, encoder["max_length"])
     scorer = build_scorer(settings.model, vocabs, transformer)
-    _load_weights(path, scorer, state)
+    _load_weights(path, scorer, settings.model["kind"], state)
     return Loaded(scorer, vocabs, wordpieces, settings, metadata)
 
 
-def _load_weights(path: Path, scorer: nn.Module, state: Mapping[str, torch.Tensor]) -> None:
+def _load_weights(
+    path: Path, scorer: nn.Module, kind: str, state: Mapping[str, torch.Tensor]
+) -> None:
     try:
-        scorer.load_state_dict(state)
+        scorer.load_state_dict(current_state(kind, state))
     except RuntimeError as e:
         raise ModelError(
             f"{path}: the weights do not fit the model its config describes ({e})"

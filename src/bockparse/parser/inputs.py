@@ -133,17 +133,18 @@ def check_tags(
     if not sentences:
         return
     for field, (switch, column) in TAG_INPUTS.items():
-        if not settings.model["params"].get(switch):
+        if not settings.model["params"]["context"].get(switch):
             continue
         trained = set(getattr(vocabs, field).itos) - set(SPECIALS) - {"_"}
         given = {v for s in sentences for v in getattr(s, field)}
         if trained and given == {"_"}:
             raise DataError(
-                f"{source}: the model uses {column} (model.{switch}: true) but the input has "
-                f"none ({column} is _ on every word): give {column} (CoNLL-U column "
+                f"{source}: the model uses {column} (model.context.{switch}: true) but the input "
+                f"has none ({column} is _ on every word): give {column} (CoNLL-U column "
                 f"{COLUMNS.index(column) + 1}, or '{field}' in each pre-tokenized sentence), "
-                "or use a model that does not need it, trained with model=biaffine-notags "
-                "(bockparse-train model=biaffine-notags ...)"
+                "or use a model that does not need it: trained with model/context=notags "
+                "(bockparse-train model=biaffine-notags ..., or model/context=notags with any "
+                "model)"
             )
 
 

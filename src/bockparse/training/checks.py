@@ -94,8 +94,18 @@ INTEGER_SETTINGS = {
 
 def setting_problems(config: DictConfig) -> list[str]:
     """One line per setting of :data:`INTEGER_SETTINGS` that is not an integer at least its
-    least value (``null`` where the config allows it is fine); empty when all are."""
+    least value (``null`` where the config allows it is fine), and one if the transition
+    parser and its loss are not chosen together; empty when all is well."""
     problems = []
+    model = str(OmegaConf.select(config, "model._target_", default=""))
+    loss = str(OmegaConf.select(config, "loss._target_", default=""))
+    if model.endswith(".TransitionParser") != loss.endswith(".TransitionLoss"):
+        model, loss = model.rsplit(".", 1)[-1] or None, loss.rsplit(".", 1)[-1] or None
+        problems.append(
+            f"model {model} with loss {loss}: "
+            "the transition parser (model=transition) trains with loss=transition and only "
+            "with it (condition=arc-standard or arc-eager chooses both)"
+        )
     for key, (least, meaning) in INTEGER_SETTINGS.items():
         if OmegaConf.select(config, key, default=None, throw_on_missing=False) is None:
             continue

@@ -22,13 +22,16 @@ sentences of a batch in lock step, ``2 n`` steps each. Relation labels do not en
 features, so labelling each predicted arc at the end with the relation scorer's best label is
 the same decision as taking the labelled transition while walking.
 
-Configured by ``conf/model/transition.yaml``, laid over ``conf/model/biaffine.yaml``: the
-contextualiser and relation settings are the graph scorer's.
+Configured by ``conf/model/transition.yaml`` (``model=transition``, trained with
+``loss=transition``), which composes the same ``model.context`` (``conf/model/context/``) as
+``conf/model/biaffine.yaml``: the contextualiser's settings are the graph scorer's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -69,10 +72,9 @@ class TransitionParser(nn.Module):
     """Arc-standard or arc-eager greedy parser on the graph parsers' contextualiser (module doc).
 
     Args:
-        vocabs, encoder, use_words, word_dim, word_dropout, use_chars, char_dim, char_hidden,
-        use_upos, use_xpos, use_feats, tag_dim, lstm_hidden, lstm_layers, dropout, rel_hidden:
-            as :class:`~bockparse.model.scorer.BiaffineScorer` (``dropout`` also after the
-            classifier's hidden layer).
+        vocabs, encoder, context: as :class:`~bockparse.model.scorer.BiaffineScorer` (the
+            contextualiser's ``dropout`` also after the classifier's hidden layer and in the
+            relation biaffine).
         system: ``"arc-standard"`` or ``"arc-eager"``.
         projective_only: leave non-projective gold trees out of training (``kept`` says which);
             when False such a tree raises :class:`NonProjectiveError`.
@@ -98,19 +100,7 @@ class TransitionParser(nn.Module):
         projective_only: bool,
         stack_features: int,
         buffer_features: int,
-        use_words: bool,
-        word_dim: int,
-        word_dropout: float,
-        use_chars: bool,
-        char_dim: int,
-        char_hidden: int,
-        use_upos: bool,
-        use_xpos: bool,
-        use_feats: bool,
-        tag_dim: int,
-        lstm_hidden: int,
-        lstm_layers: int,
-        dropout: float,
+        context: Mapping[str, Any],
         arc_hidden: int,
         rel_hidden: int,
         linearization: bool,
@@ -129,24 +119,8 @@ class TransitionParser(nn.Module):
                 f"buffer_features={buffer_features}"
             )
         super().__init__()
-        self.context = Contextualizer(
-            vocabs=vocabs,
-            encoder=encoder,
-            use_words=use_words,
-            word_dim=word_dim,
-            word_dropout=word_dropout,
-            use_chars=use_chars,
-            char_dim=char_dim,
-            char_hidden=char_hidden,
-            use_upos=use_upos,
-            use_xpos=use_xpos,
-            use_feats=use_feats,
-            tag_dim=tag_dim,
-            lstm_hidden=lstm_hidden,
-            lstm_layers=lstm_layers,
-            dropout=dropout,
-        )
-        width = self.context.width
+        self.context = Contextualizer(vocabs=vocabs, encoder=encoder, **dict(context))
+        width, dropout = self.context.width, self.context.dropout.p
         self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout, biaffine_init_std)
         self.system = get_system(system)
         self.projective_only = projective_only

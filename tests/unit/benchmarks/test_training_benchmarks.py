@@ -25,8 +25,8 @@ def test_training_step_builds_the_paper_scorer_on_sample_batches():
     args = argparse.Namespace(encoder="tiny-random", batch_words=200, batches=1, seed=1)
     batches, scorer = training_step.build(args)
     assert len(batches) == 2 and batches[0].subwords is not None
-    assert scorer.encoder is not None and scorer.lstm.num_layers == 3  # conf/model/biaffine.yaml
-    assert scorer.lstm.hidden_size == 400
+    lstm = scorer.context.lstm  # conf/model/context/bilstm.yaml
+    assert scorer.encoder is not None and lstm.num_layers == 3 and lstm.hidden_size == 400
 
 
 def _run(folder: Path, seed: int, las: float, total: float | None) -> None:

@@ -8,9 +8,17 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-LOSSES = {"local-ce": "LocalCrossEntropy", "hinge-cle": "StructuredHinge",
-          "hinge-bock": "StructuredHinge", "crf": "TreeCRF"}  # fmt: skip
-DECODERS = {"local-ce": "cle", "hinge-cle": "cle", "hinge-bock": "bock", "crf": "cle"}
+LOSSES = {"local-ce-cle": "LocalCrossEntropy", "hinge-cle": "StructuredHinge",
+          "hinge-bock": "StructuredHinge", "crf-cle": "TreeCRF",
+          "local-ce": "LocalCrossEntropy", "crf": "TreeCRF"}  # fmt: skip
+DECODERS = {
+    "local-ce-cle": "cle",
+    "hinge-cle": "cle",
+    "hinge-bock": "bock",
+    "crf-cle": "cle",
+    "local-ce": "cle",
+    "crf": "cle",
+}  # the last two: names of old runs
 
 
 def write_run(

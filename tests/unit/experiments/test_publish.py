@@ -18,7 +18,7 @@ from bockparse.experiments.runs import prediction_file, read_run
 def _finished_run(tmp_path):
     (tmp_path / "multirun" / "gold").mkdir(parents=True)
     shutil.copy(FIXTURE, tmp_path / "multirun" / "gold" / "basic.conllu")
-    run = _run(tmp_path / "multirun", "table1-ud-ewt", "local-ce", 1111)
+    run = _run(tmp_path / "multirun", "table1-ud-ewt", "local-ce-cle", 1111)
     (run / "checkpoints").mkdir()
     (run / "checkpoints" / "best.ckpt").write_bytes(b"weights")
     (run / "csv").mkdir()
@@ -32,7 +32,7 @@ def test_publish_copies_the_small_files_and_no_checkpoint(tmp_path, monkeypatch,
     run = _finished_run(tmp_path)
     monkeypatch.chdir(tmp_path / "multirun")  # the runs' data.root ("gold") is relative
     assert main([str(tmp_path / "multirun"), "--out", str(tmp_path / "published")]) == 0
-    dest = tmp_path / "published" / "table1-ud-ewt" / "local-ce" / "seed1111"
+    dest = tmp_path / "published" / "table1-ud-ewt" / "local-ce-cle" / "seed1111"
     assert str(dest) in capsys.readouterr().out
     files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
     assert files == [".hydra/config.yaml", ".hydra/hydra.yaml", "csv/metrics.csv",

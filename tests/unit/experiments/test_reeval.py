@@ -60,7 +60,7 @@ def test_punctuation_excluded_table(tmp_path, capsys):
     (tmp_path / "gold").mkdir()
     shutil.copy(FIXTURE, tmp_path / "gold" / "basic.conllu")
     for seed in (1, 2):
-        _run(tmp_path, "table1-ptb", "local-ce", seed)
+        _run(tmp_path, "table1-ptb", "local-ce-cle", seed)
     out = tmp_path / "out"
     assert main([str(tmp_path / "table1-ptb"), "--out", str(out)]) == 0
     text = capsys.readouterr().out
@@ -68,12 +68,12 @@ def test_punctuation_excluded_table(tmp_path, capsys):
     assert "| Local CE | 2 | 100.00 ± 0.00 | — | 100.00 ± 0.00 | 95.10 |" in text
     assert "Punctuation excluded (upos)" in text and "matches metrics.json" in text
     assert (out / "table1-punct.md").is_file() and (out / "table1-punct.csv").is_file()
-    assert PAPER_PUNCT_EXCLUDED["table1-ptb"]["local-ce"][1:] == (95.10, 57.71)
+    assert PAPER_PUNCT_EXCLUDED["table1-ptb"]["local-ce-cle"][1:] == (95.10, 57.71)
 
 
 def test_mismatch_with_metrics_json_is_reported(tmp_path, capsys):
     (tmp_path / "gold").mkdir()
     shutil.copy(FIXTURE, tmp_path / "gold" / "basic.conllu")
-    _run(tmp_path, "smoke", "local-ce", 1, {"test/uas": 1.0, "test/las": 1.0, "test/lcm": 1.0})
+    _run(tmp_path, "smoke", "local-ce-cle", 1, {"test/uas": 1.0, "test/las": 1.0, "test/lcm": 1.0})
     assert main([str(tmp_path / "smoke")]) == 1
     assert "Check FAILED" in capsys.readouterr().out

@@ -9,16 +9,30 @@ from bockparse.experiments.runs import CONFIG_FILE, current_keys, discover, metr
 
 
 def test_finished_and_failed(make_run, tmp_path):
-    done = read_run(make_run("smoke", "local-ce", 1111, (10.0, 5.0, 1.0), data="ewt-sample"))
+    done = read_run(make_run("smoke", "local-ce-cle", 1111, (10.0, 5.0, 1.0), data="ewt-sample"))
     assert done.ok and done.error is None
     assert (done.experiment, done.condition, done.seed, done.data) == (
-        "smoke", "local-ce", 1111, "ewt-sample")  # fmt: skip
+        "smoke", "local-ce-cle", 1111, "ewt-sample")  # fmt: skip
     assert done.loss == "LocalCrossEntropy" and done.decoder == "cle"
     assert metric(done, "test/las") == 5.0 and metric(done, "val/las") is None
     failed = read_run(make_run("smoke", "hinge-bock", 2222, None))
     assert not failed.ok and "no metrics.json" in failed.error
     # identity from the saved config when metrics.json is absent
     assert (failed.condition, failed.seed, failed.loss) == ("hinge-bock", 2222, "StructuredHinge")
+
+
+@pytest.mark.parametrize(
+    ("name", "decoder", "now"),
+    [("local-ce", "cle", "local-ce-cle"), ("crf", "cle", "crf-cle"),
+     ("local-ce", "bock", "local-ce"), ("hinge-cle", "cle", "hinge-cle")],
+)  # fmt: skip
+def test_runs_of_the_old_presets_read_under_their_current_name(make_run, name, decoder, now):
+    # condition=local-ce and condition=crf named their runs after themselves (decoder cle)
+    finished = read_run(make_run("x", name, 1, (1.0, 1.0, 1.0), decoder=decoder))
+    failed = read_run(make_run("x", name, 2, None, decoder=decoder))  # from the config
+    assert finished.condition == failed.condition == now
+    cfg = current_keys(OmegaConf.load(failed.path / CONFIG_FILE))
+    assert cfg.name == now
 
 
 def test_run_folders_of_the_old_key_layout(tmp_path):
@@ -50,22 +64,22 @@ def test_run_folders_of_the_old_key_layout(tmp_path):
 
 
 def test_unreadable_metrics(make_run):
-    path = make_run("smoke", "local-ce", 1, (1.0, 1.0, 1.0))
+    path = make_run("smoke", "local-ce-cle", 1, (1.0, 1.0, 1.0))
     (path / "metrics.json").write_text("{trunc", encoding="utf-8")
     run = read_run(path)
     assert not run.ok and "unreadable" in run.error
 
 
 def test_non_finite_metric_is_none(make_run):
-    path = make_run("smoke", "local-ce", 1, (1.0, 1.0, 1.0))
+    path = make_run("smoke", "local-ce-cle", 1, (1.0, 1.0, 1.0))
     text = (path / "metrics.json").read_text(encoding="utf-8").replace("1.0", "NaN", 1)
     (path / "metrics.json").write_text(text, encoding="utf-8")
     assert metric(read_run(path), "test/uas") is None
 
 
 def test_discover_sweep_and_run_folders(make_run, tmp_path):
-    a = make_run("smoke", "local-ce", 1, (1.0, 1.0, 1.0))
-    make_run("smoke", "local-ce", 2, None)
+    a = make_run("smoke", "local-ce-cle", 1, (1.0, 1.0, 1.0))
+    make_run("smoke", "local-ce-cle", 2, None)
     (tmp_path / "multirun.yaml").write_text(
         "hydra:\n  sweeper:\n    params:\n      seed: 1,2\n  overrides:\n    task:\n    - seed=3\n",
         encoding="utf-8",

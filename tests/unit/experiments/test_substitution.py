@@ -33,7 +33,7 @@ class _Parser:
 
 def _fake_run(tmp_path, dataset):
     cfg = OmegaConf.create({"exclude_punct": None, "seed": 1,
-                            "name": "local-ce", "decoder": "cle"})  # fmt: skip
+                            "name": "local-ce-cle", "decoder": "cle"})  # fmt: skip
     return LoadedRun(tmp_path, cfg, parser=_Parser(dataset.vocabs.rels.itos))
 
 
@@ -69,7 +69,7 @@ def test_pairs_and_scores(tmp_path, monkeypatch):
     assert res["scores"]["cle"] == res["scores"]["bock"]
     assert res["scores"]["cle"]["words"] == 8 and res["scores"]["cle"]["sentences"] == 2
     assert res["reproduced"] is None  # no saved predictions in this folder
-    text = sub.to_markdown({"run": "r", "condition": "local-ce", "seed": 1,
+    text = sub.to_markdown({"run": "r", "condition": "local-ce-cle", "seed": 1,
                             "stages": {"val": res}})  # fmt: skip
     assert "| cle vs bock | 2 (100.00 %) | 2 (100.00 %) | 2 (100.00 %) | 0 |" in text
 

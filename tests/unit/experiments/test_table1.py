@@ -64,7 +64,7 @@ def test_paired_differences_by_hand():
 
 
 def _sweep(make_run, experiment="table1-ptb", seeds=(1111, 2222, 3333), **kwargs):
-    base = {"local-ce": 95.0, "hinge-cle": 94.0, "hinge-bock": 94.5}
+    base = {"local-ce-cle": 95.0, "hinge-cle": 94.0, "hinge-bock": 94.5}
     for condition, las in base.items():
         for i, seed in enumerate(seeds):
             make_run(experiment, condition, seed, (las + 1 + i, las + i, 50.0 + i), **kwargs)
@@ -74,7 +74,7 @@ def test_table1_cells_and_paired(make_run, tmp_path):
     _sweep(make_run)
     [group] = aggregate(discover([tmp_path]))
     assert group.label == "PTB"
-    assert list(group.cells) == ["local-ce", "hinge-cle", "hinge-bock"]
+    assert list(group.cells) == ["local-ce-cle", "hinge-cle", "hinge-bock"]
     las = group.cells["hinge-bock"]["las"]
     assert las.values == {1111: 94.5, 2222: 95.5, 3333: 96.5}
     assert las.mean == pytest.approx(95.5) and las.std == pytest.approx(1.0)
@@ -92,31 +92,31 @@ def test_missing_and_failed_runs_are_listed_not_averaged(make_run, tmp_path):
     make_run("table1-ptb", "hinge-bock", 3333, None)  # started, never finished
     [group] = aggregate(discover([tmp_path]))
     assert group.expected_seeds == (1111, 2222, 3333)
-    assert sorted(group.missing) == [("hinge-cle", 3333), ("local-ce", 3333)]
+    assert sorted(group.missing) == [("hinge-cle", 3333), ("local-ce-cle", 3333)]
     assert [(r.condition, r.seed) for r in group.failed] == [("hinge-bock", 3333)]
     assert "metrics.json" in group.failed[0].error
     assert group.cells["hinge-bock"]["las"].n == 2  # the failed run is not averaged
     from bockparse.experiments.table import runs_markdown
 
     text = runs_markdown([group])
-    assert "missing: local-ce seed 3333" in text
+    assert "missing: local-ce-cle seed 3333" in text
     assert "failed: hinge-bock seed 3333" in text
     assert "6 finished of 9 expected" in text
 
 
 def test_missing_condition_and_explicit_seeds(make_run, tmp_path):
     for seed in (1, 2):
-        make_run("smoke", "local-ce", seed, (10.0, 5.0, 0.0))
+        make_run("smoke", "local-ce-cle", seed, (10.0, 5.0, 0.0))
     [group] = aggregate(discover([tmp_path]), seeds=[1, 2, 3])
     assert group.cells["hinge-cle"]["las"].n == 0  # Table 1 rows are always there
-    assert ("hinge-cle", 1) in group.missing and ("local-ce", 3) in group.missing
+    assert ("hinge-cle", 1) in group.missing and ("local-ce-cle", 3) in group.missing
     assert group.paired().n == 0
 
 
 def test_treebanks_grouped_by_experiment_and_data(make_run, tmp_path):
     _sweep(make_run, "table1-ud-ewt", data="ud-english-ewt")
     _sweep(make_run, "table1-ud-gsd", data="ud-chinese-gsd")
-    make_run("smoke", "local-ce", 1111, (1.0, 1.0, 0.0), data="ewt-sample")
+    make_run("smoke", "local-ce-cle", 1111, (1.0, 1.0, 0.0), data="ewt-sample")
     groups = aggregate(discover([tmp_path]))
     assert [g.label for g in groups] == ["UD English-EWT", "UD Chinese-GSD v1.3",
                                          "smoke (ewt-sample)"]  # fmt: skip
@@ -127,21 +127,21 @@ def test_treebanks_grouped_by_experiment_and_data(make_run, tmp_path):
 
 
 def test_duplicates_use_one_run(make_run, tmp_path):
-    make_run("smoke", "local-ce", 1, (10.0, 5.0, 0.0), subdir="a/local-ce/seed1")
-    make_run("smoke", "local-ce", 1, (10.0, 6.0, 0.0), subdir="b/local-ce/seed1")
+    make_run("smoke", "local-ce-cle", 1, (10.0, 5.0, 0.0), subdir="a/local-ce-cle/seed1")
+    make_run("smoke", "local-ce-cle", 1, (10.0, 6.0, 0.0), subdir="b/local-ce-cle/seed1")
     [group] = aggregate(discover([tmp_path]), seeds=[1])
-    assert group.cells["local-ce"]["las"].n == 1
+    assert group.cells["local-ce-cle"]["las"].n == 1
     assert len(group.duplicates) == 1
 
 
 def test_sweep_seeds_from_multirun_yaml(make_run, tmp_path):
-    make_run("smoke", "local-ce", 1111, (10.0, 5.0, 0.0))
+    make_run("smoke", "local-ce-cle", 1111, (10.0, 5.0, 0.0))
     (tmp_path / "multirun.yaml").write_text(
         "hydra:\n  sweeper:\n    params:\n      seed: 1111,2222\n", encoding="utf-8"
     )
     [group] = aggregate(discover([tmp_path]))
     assert group.expected_seeds == (1111, 2222)
-    assert ("local-ce", 2222) in group.missing
+    assert ("local-ce-cle", 2222) in group.missing
 
 
 def test_csv_long_form(make_run, tmp_path):
@@ -150,7 +150,7 @@ def test_csv_long_form(make_run, tmp_path):
     out = tmp_path / "t.csv"
     write_csv(groups, out)
     rows = list(csv.DictReader(open(out, encoding="utf-8")))
-    las = next(r for r in rows if r["row"] == "local-ce" and r["metric"] == "las")
+    las = next(r for r in rows if r["row"] == "local-ce-cle" and r["metric"] == "las")
     assert float(las["mean"]) == pytest.approx(96.0) and float(las["std"]) == pytest.approx(1.0)
     assert las["n"] == "3" and las["seeds"] == "1111;2222;3333"
     assert float(las["paper_mean"]) == 94.79
@@ -179,7 +179,7 @@ def test_cli_writes_markdown_and_csv(make_run, tmp_path, capsys):
     out = tmp_path / "out"
     assert main([str(tmp_path / "table1-ptb"), "--out", str(out), "--no-plots"]) == 0
     printed = capsys.readouterr().out
-    assert "Paired LAS difference" in printed and "missing: local-ce seed 3333" in printed
+    assert "Paired LAS difference" in printed and "missing: local-ce-cle seed 3333" in printed
     assert (out / "table1.md").read_text(encoding="utf-8") == printed
     assert (out / "table1.csv").is_file()
     assert main([str(tmp_path / "table1-ptb"), "--strict"]) == 1

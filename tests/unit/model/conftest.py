@@ -15,6 +15,7 @@ from bockparse.data.subwords import WordPieces
 from bockparse.model.biaffine import DeepBiaffine
 from bockparse.model.encoder import TransformerEncoder
 from bockparse.model.scorer import BiaffineScorer
+from bockparse.modelfile import nested_params
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "ud-english-ewt-sample" / "en_ewt-ud-train.conllu"
@@ -120,7 +121,9 @@ def make_scorer(vocabs):
 
     def make(encoder, seed: int = 0, **overrides) -> BiaffineScorer:
         torch.manual_seed(seed)
-        scorer = BiaffineScorer(vocabs=vocabs, encoder=encoder, **{**SMALL, **overrides})
+        scorer = BiaffineScorer(
+            vocabs=vocabs, encoder=encoder, **nested_params({**SMALL, **overrides})
+        )
         for module in scorer.modules():
             if isinstance(module, DeepBiaffine):
                 torch.nn.init.normal_(module.weight, std=0.5)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
@@ -18,7 +19,6 @@ from bockparse.model.encoder import (
     random_bert,
     resolve_encoder_path,
 )
-from bockparse.model.scorer import BiaffineScorer
 
 CONF = Path(__file__).resolve().parents[3] / "conf"
 ENCODERS = sorted(p.stem for p in (CONF / "encoder").glob("*.yaml"))
@@ -193,11 +193,16 @@ def test_chunked_windows_equal_one_padded_block(make_encoder, collate, dataset, 
             torch.testing.assert_close(g, r, rtol=1e-7, atol=1e-9)
 
 
-def test_model_config_instantiates_in_full(vocabs):
-    """conf/model/biaffine.yaml gives every constructor argument but the vocabs and encoder."""
-    partial = instantiate(OmegaConf.load(CONF / "model" / "biaffine.yaml"))
-    scorer = partial(vocabs=vocabs, encoder=None)
-    assert isinstance(scorer, BiaffineScorer)
-    assert scorer.lstm.hidden_size == 400 and scorer.lstm.num_layers == 3
-    assert scorer.word_embedding.embedding_dim == 75 and scorer.word_dropout == 0.33
-    assert scorer.linearization is not None and scorer.distance is not None
+@pytest.mark.parametrize("model", ["biaffine", "transition"])
+def test_model_config_instantiates_in_full(vocabs, model):
+    """conf/model/<model>.yaml, with its model.context (conf/model/context/), gives every
+    constructor argument but the vocabs and encoder."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(overrides=[f"+model={model}"]).model
+    scorer = instantiate(cfg)(vocabs=vocabs, encoder=None)
+    assert type(scorer).__name__ == cfg._target_.rsplit(".", 1)[-1]
+    context = scorer.context
+    assert context.lstm.hidden_size == 400 and context.lstm.num_layers == 3
+    assert context.word_embedding.embedding_dim == 75 and context.word_dropout == 0.33
+    if model == "biaffine":
+        assert scorer.linearization is not None and scorer.distance is not None

@@ -94,8 +94,8 @@ def packed_characters(model, chars: torch.Tensor) -> torch.Tensor:
 
 def packed_contextualize(scorer, batch) -> torch.Tensor:
     """The scorer's former BiLSTM step: ``nn.LSTM`` over packed ROOT + words."""
-    x = scorer.inputs(batch)
-    out, _ = packed_lstm(scorer.lstm, x, batch.lengths + 1)
+    x = scorer.context.inputs(batch)
+    out, _ = packed_lstm(scorer.context.lstm, x, batch.lengths + 1)
     return out
 
 
@@ -106,9 +106,11 @@ def test_scorer_equals_the_packed_code_path(make_scorer, make_encoder, collate):
     batch = collate([3, 0, 4, 11, 7])
     with torch.no_grad():
         torch.testing.assert_close(
-            scorer.char_model(batch.chars), packed_characters(scorer.char_model, batch.chars), **TOL
+            scorer.context.char_model(batch.chars),
+            packed_characters(scorer.context.char_model, batch.chars),
+            **TOL,
         )
-    new = scorer.contextualize(batch)
+    new = scorer.context.contextualize(batch)
     ref = packed_contextualize(scorer, batch)
     torch.testing.assert_close(new, ref, **TOL)  # zero at padding in both
     params = list(scorer.parameters())

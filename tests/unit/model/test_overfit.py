@@ -9,6 +9,7 @@ import torch
 from bockparse.decoders import decode_batch
 from bockparse.losses import LocalCrossEntropy
 from bockparse.model.scorer import BiaffineScorer
+from bockparse.modelfile import nested_params
 
 MAX_STEPS = 300
 
@@ -32,7 +33,7 @@ def test_tiny_model_overfits_eight_sentences(vocabs, collate, make_encoder, smal
     batch = collate(list(range(8)))
     torch.manual_seed(0)
     sizes = {**small_sizes, "lstm_hidden": 32, "arc_hidden": 32, "rel_hidden": 16}
-    scorer = BiaffineScorer(vocabs=vocabs, encoder=make_encoder(), **sizes).train()
+    scorer = BiaffineScorer(vocabs=vocabs, encoder=make_encoder(), **nested_params(sizes)).train()
     optimizer = torch.optim.Adam(scorer.parameters(), lr=3e-3)
     loss_fn = LocalCrossEntropy()
     history = []

@@ -12,6 +12,7 @@ from bockparse.data import UNK_INDEX
 from bockparse.losses import LocalCrossEntropy
 from bockparse.model import ParserScores
 from bockparse.model.scorer import BiaffineScorer
+from bockparse.modelfile import nested_params
 
 SPECIALS = 3  # PAD, UNK, ROOT: the first ids of every word-level vocabulary
 
@@ -143,7 +144,7 @@ def test_runs_with_a_single_input(only, make_scorer, make_encoder, batch):
 def test_needs_an_input(vocabs, small_sizes):
     flags = {name: False for name in ONLY if name != "encoder"}
     with pytest.raises(ValueError, match="at least one input"):
-        BiaffineScorer(vocabs=vocabs, encoder=None, **{**small_sizes, **flags})
+        BiaffineScorer(vocabs=vocabs, encoder=None, **nested_params({**small_sizes, **flags}))
 
 
 def test_encoder_needs_subwords(full, batch):
@@ -216,10 +217,10 @@ def test_biaffine_init_switch(vocabs, small_sizes, batch):
     """Zero biaffine weights (the default) give distance-only arc scores: in every column,
     heads at the same distance on either side tie; ``biaffine_init_std > 0`` breaks the ties."""
     torch.manual_seed(0)
-    zero = BiaffineScorer(vocabs=vocabs, encoder=None, **small_sizes).eval()
+    zero = BiaffineScorer(vocabs=vocabs, encoder=None, **nested_params(small_sizes)).eval()
     torch.manual_seed(0)
     sizes = {**small_sizes, "biaffine_init_std": 0.1}
-    drawn = BiaffineScorer(vocabs=vocabs, encoder=None, **sizes).eval()
+    drawn = BiaffineScorer(vocabs=vocabs, encoder=None, **nested_params(sizes)).eval()
     biaffines = [zero.arc, zero.rel, zero.linearization, zero.distance]
     assert all(not b.weight.any() for b in biaffines)
     for b in (drawn.arc, drawn.rel, drawn.linearization, drawn.distance):

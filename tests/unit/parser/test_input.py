@@ -121,7 +121,7 @@ def test_pre_tokenized_input_with_tags_and_its_errors(untrained):
     assert_tree(parsed) and parsed.upos == tagged["upos"]
     with pytest.raises(DataError, match=r"UPOS .*biaffine-notags"):
         parser.predict([["Dogs", "bark", "."]])
-    with pytest.raises(DataError, match=r"XPOS \(model.use_xpos: true\)"):
+    with pytest.raises(DataError, match=r"XPOS \(model.context.use_xpos: true\)"):
         parser.predict([{**tagged, "xpos": ["_", "_", "_"]}])
     for bad, message in (
         (["Dogs", "bark"], "sentence 0: a str"),
@@ -162,7 +162,7 @@ def test_cli_writes_nothing_for_an_empty_or_malformed_file(
 
 
 def test_a_transition_parser_predicts_its_own_trees_and_takes_no_decoder(untrained):
-    parser = untrained(NOTAGS, "condition=arc-standard")
+    parser = untrained("condition=arc-standard", "model/context=notags")
     assert parser.decoder is None
     parsed = parser.predict([["Dogs", "bark", "at", "night", "."], ["Hi"]])
     for s in parsed:

@@ -57,7 +57,10 @@ def test_a_bf16_run_predicts_in_bf16_and_reproduces_its_metrics(smoke_run_bf16, 
         assert {name: result[name] for name in expected} == expected, source
     batch = next(parser.batches(parser.sentences(TEST)))
     with torch.inference_mode(), parser.autocast():
-        assert parser.scorer.rel(torch.randn(2, 3, parser.scorer.width)).dtype == torch.bfloat16
+        assert (
+            parser.scorer.rel(torch.randn(2, 3, parser.scorer.context.width)).dtype
+            == torch.bfloat16
+        )
     parsed = parser.predict(TEST)
     out = tmp_path / "test.conllu"
     write_conllu(out, parsed)
@@ -75,8 +78,8 @@ def test_model_file_is_slim_and_predicts_exactly_as_the_checkpoint(smoke_run, ex
     run = meta["metadata"]
     assert (run["condition"], run["decoder"], run["seed"]) == ("hinge-bock", "bock", 1111)
     assert run["metrics"]["best_step"] == 2 and "test/las" in run["metrics"]
-    assert meta["settings"]["model"]["kind"] == "biaffine" and content["version"] == 2
-    assert meta["settings"]["model"]["params"]["use_upos"] is False
+    assert meta["settings"]["model"]["kind"] == "biaffine" and content["version"] == 3
+    assert meta["settings"]["model"]["params"]["context"]["use_upos"] is False
     assert "_target_" not in json.dumps(meta)  # data: no class or function names
     assert all(isinstance(v, torch.Tensor) for v in content["state_dict"].values())
 
@@ -85,6 +88,25 @@ def test_model_file_is_slim_and_predicts_exactly_as_the_checkpoint(smoke_run, ex
     assert [(s.heads, s.rels) for s in from_file] == [(s.heads, s.rels) for s in from_ckpt]
     out = tmp_path / "test.conllu"
     write_conllu(out, from_file)
+    assert out.read_bytes() == (smoke_run / "predictions" / "test.conllu").read_bytes()
+
+
+def test_a_version_2_model_file_loads_to_the_same_parser(smoke_run, exported, tmp_path):
+    # Version 2 (before model.context): the contextualiser's parameters beside the head's, and
+    # its modules at the top of the biaffine scorer's state dict.
+    content = torch.load(exported, map_location="cpu", weights_only=True)
+    meta = json.loads(content["config"])
+    params = meta["settings"]["model"]["params"]
+    params.update(params.pop("context"))
+    old = {**content, "version": 2, "config": json.dumps(meta)}
+    old["state_dict"] = {k.removeprefix("context."): v for k, v in content["state_dict"].items()}
+    assert "lstm.weight_ih_l0" in old["state_dict"] and "lstm_hidden" in params
+    path = tmp_path / "v2.pt"
+    torch.save(old, path)
+    loaded = Parser.load(path)
+    assert loaded.settings.model == Parser.load(exported).settings.model  # nested on reading
+    out = tmp_path / "test.conllu"
+    write_conllu(out, loaded.predict(TEST))
     assert out.read_bytes() == (smoke_run / "predictions" / "test.conllu").read_bytes()
 
 
@@ -147,7 +169,7 @@ def test_bad_model_paths_are_clear_errors(smoke_run, tmp_path):
         Parser.load(lone)
 
 
-def test_run_settings_read_a_condition_group_or_top_level_keys(smoke_run):
+def test_run_settings_read_every_config_layout(smoke_run):
     from omegaconf import OmegaConf
 
     from bockparse.parser import run_settings
@@ -162,7 +184,10 @@ def test_run_settings_read_a_condition_group_or_top_level_keys(smoke_run):
     assert run_settings(OmegaConf.create(grouped)) == settings
     assert (settings.condition, settings.decoder, settings.seed) == ("hinge-bock", "bock", 1111)
     assert settings.model["encoder"]["max_length"] == 32
-    assert settings.model["params"]["use_upos"] is False
+    assert settings.model["params"]["context"]["use_upos"] is False
+    before_context = {**flat, "model": {**flat["model"], **flat["model"]["context"]}}
+    del before_context["model"]["context"]  # a run composed before model.context
+    assert run_settings(OmegaConf.create(before_context)) == settings
     assert settings.batch_size == 400 and settings.punct_tags == ["PUNCT"]
 
 

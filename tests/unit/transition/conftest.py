@@ -10,6 +10,7 @@ import torch
 
 from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
 from bockparse.decoders.eisner import is_projective
+from bockparse.modelfile import nested_params
 from bockparse.transition import TransitionParser
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -101,7 +102,7 @@ def make_parser(vocabs):
     def make(system: str, seed: int = 0, **overrides) -> TransitionParser:
         torch.manual_seed(seed)
         parser = TransitionParser(
-            vocabs=vocabs, encoder=None, system=system, **{**SMALL, **overrides}
+            vocabs=vocabs, encoder=None, system=system, **nested_params({**SMALL, **overrides})
         )
         torch.nn.init.normal_(parser.rel.weight, std=0.5)
         return parser.eval()

@@ -179,13 +179,30 @@ def test_condition_selects_the_transition_model_on_the_graph_encoder(vocabs, sys
     assert isinstance(instantiate(cfg.loss), TransitionLoss)
 
 
-def test_pinning_the_model_keeps_the_transition_head():
-    # Experiments pin model=biaffine and its sizes; the condition still lays its head over them.
-    overrides = ["condition=arc-eager", "model=biaffine", "model.lstm_hidden=7"]
+def test_the_condition_chooses_the_transition_model_under_an_experiments_sizes():
+    # The transition parser is a model choice; an experiment's model.context (and head
+    # sizes) apply to it as to the biaffine parser.
+    overrides = ["experiment=transition-vs-graph", "condition=arc-eager",
+                 "model.context.lstm_hidden=7"]  # fmt: skip
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("train", overrides=overrides)
+        graph = compose("train", overrides=["experiment=transition-vs-graph"])
     assert cfg.model._target_ == "bockparse.transition.TransitionParser"
-    assert cfg.model.lstm_hidden == 7 and cfg.model.system == "arc-eager"
+    assert cfg.model.system == "arc-eager" and cfg.model.context.lstm_hidden == 7
+    assert {**cfg.model.context, "lstm_hidden": 200} == dict(graph.model.context)
+    assert cfg.model.arc_hidden == graph.model.arc_hidden == 200
+
+
+@pytest.mark.parametrize("overrides", [["loss=transition"], ["model=transition"]])
+def test_the_transition_parser_and_its_loss_come_together(overrides):
+    from bockparse.training.checks import setting_problems
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", overrides=overrides)
+        paired = compose("train", overrides=["model=transition", "loss=transition"])
+    (problem,) = setting_problems(cfg)
+    assert "model=transition" in problem and "loss=transition" in problem
+    assert setting_problems(paired) == []
 
 
 def test_parser_is_the_graph_contextualiser_plus_a_classifier(make_parser):
