@@ -13,8 +13,11 @@ evaluation (every 100 updates):
   its defaults otherwise (the same sizes); its dev LAS is the ``dev_score`` it logs.
 
 Both numbers are the CoNLL 2018 evaluator's LAS F1 on the full dev file (Stanza scores its
-predictions with that script; bockparse's counts equal it, ``tests/unit/metrics``). A run that
-has finished is read again, not retrained (``--work``).
+predictions with that script; bockparse's counts equal it, ``tests/unit/metrics``). As a check
+that the two curves are on one scale, each system's best model also parses the dev file once
+more after training (Stanza's ``--mode predict``; bockparse's ``predictions/val.conllu``), and
+``bockparse-eval`` scores both files: each must equal the best dev LAS its own log reports. A
+run that has finished is read again, not retrained (``--work``).
 
     python benchmarks/stanza_parity.py --data DIR/ud-chinese-gsd --seeds 1111 2222 \\
         --at 100 300 1000 --work parity-runs --output benchmarks/results/stanza_parity.md
@@ -78,7 +81,32 @@ def stanza_curve(data: Path, seed: int, updates: int, work: Path) -> dict[int, f
     return {int(step): 100 * float(score) for step, score in found}
 
 
-def report(results: dict, at: list[int], command: str) -> str:
+def same_scorer(data: Path, seed: int, work: Path) -> dict[str, tuple[float, float]]:
+    """Per system, (best dev LAS its log reports, bockparse-eval's LAS of its best model's dev
+    predictions), in percent (module doc)."""
+    from bockparse.metrics import evaluate_files
+
+    gold = str(data / DEV)
+    bock = work / "bockparse" / f"seed{seed}"
+    logged = json.loads((bock / "metrics.json").read_text(encoding="utf-8"))["val/las"]
+    checks = {
+        "bockparse": (logged, evaluate_files(gold, str(bock / "predictions" / "val.conllu"))["las"])
+    }
+    run_dir = work / "stanza" / f"seed{seed}"
+    pred = run_dir / "dev-best.conllu"
+    if not pred.is_file():
+        cmd = [sys.executable, "-m", "stanza.models.parser", "--mode", "predict",
+               "--eval_file", gold, "--output_file", str(pred), "--lang", "zh-hans",
+               "--shorthand", "zh-hans_gsd", "--no_pretrain", "--batch_size", "1000",
+               "--save_dir", str(run_dir), "--cpu"]  # fmt: skip
+        subprocess.run(cmd, cwd=run_dir, check=True, capture_output=True)
+    found = STANZA_LOG.findall((run_dir / "train.log").read_text(encoding="utf-8"))
+    checks["stanza"] = (100 * max(float(score) for _, score in found),
+                        evaluate_files(gold, str(pred))["las"])  # fmt: skip
+    return checks
+
+
+def report(results: dict, at: list[int], command: str, checks: dict | None = None) -> str:
     """The parity table: dev LAS per seed, system and update, and bockparse - Stanza."""
     lines = ["# Dev LAS after equal updates: bockparse and Stanza 1.15's trainer (UD Chinese-GSD)",
              "", f"`{command}`", "",
@@ -95,6 +123,16 @@ def report(results: dict, at: list[int], command: str) -> str:
             gaps.append("-" if a is None or b is None else f"{a - b:+.2f}")
         lines.append(f"| {seed} | bockparse − Stanza | " + " | ".join(gaps) + " |")
     lines += ["", "Target (issue): bockparse − Stanza ≥ −0.5 at 300 and 1,000 updates, every seed."]
+    if checks:
+        lines += [
+            "",
+            "One scorer: each system's best model re-parses the dev file after training, "
+            "and `bockparse-eval` scores it (logged best dev LAS / bockparse-eval):",
+            "",
+        ]
+        for seed, per_system in sorted(checks.items()):
+            shown = ", ".join(f"{name} {a:.2f} / {b:.2f}" for name, (a, b) in per_system.items())
+            lines.append(f"- seed {seed}: {shown}")
     return "\n".join(lines) + "\n"
 
 
@@ -109,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     updates = max(args.at)
     if any(u % 100 for u in args.at):
         p.error("--at: multiples of 100 (both systems evaluate every 100 updates)")
-    results, cache = {}, args.work / "curves.json"
+    results, checks, cache = {}, {}, args.work / "curves.json"
     args.work.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
         start = time.perf_counter()
@@ -117,13 +155,14 @@ def main(argv: list[str] | None = None) -> int:
                                                       args.work.resolve()),
                          "stanza": stanza_curve(args.data.resolve(), seed, updates,
                                                 args.work.resolve())}  # fmt: skip
+        checks[seed] = same_scorer(args.data.resolve(), seed, args.work.resolve())
         print(f"seed {seed}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
         cache.write_text(json.dumps(results, indent=2), encoding="utf-8")
     command = "python benchmarks/stanza_parity.py " + " ".join(
         a if a.startswith("--") else os.path.basename(a) if a == str(args.data) else a
         for a in (argv if argv is not None else sys.argv[1:])
     )
-    text = report(results, args.at, command)
+    text = report(results, args.at, command, checks)
     print(text, end="")
     if args.output:
         args.output.write_text(text, encoding="utf-8")

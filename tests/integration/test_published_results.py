@@ -53,6 +53,20 @@ def test_the_punctuation_excluded_table_regenerates(tmp_path, monkeypatch):
         assert (tmp_path / name).read_bytes() == committed.read_bytes(), name
 
 
+def test_the_bootstrap_intervals_regenerate(tmp_path, monkeypatch):
+    """``bockparse-table --bootstrap 1000`` on the published predictions (it needs the gold
+    treebanks): the committed ``table1-bootstrap.md``."""
+    data = os.environ.get("BOCKPARSE_DATA")
+    if not data or not all((Path(data) / t).is_dir() for t in ("ud-english-ewt", "ud-chinese-gsd")):
+        pytest.skip("BOCKPARSE_DATA does not hold the UD treebanks (the gold files)")
+    monkeypatch.chdir(REPO)
+    runs = "experiments/table1-ud/runs"
+    assert table_main([runs, "--strict", "--no-plots", "--bootstrap", "1000", "--out",
+                       str(tmp_path)]) == 0  # fmt: skip
+    committed = REPO / "experiments" / "table1-ud" / "table1-bootstrap.md"
+    assert (tmp_path / "table1-bootstrap.md").read_bytes() == committed.read_bytes()
+
+
 def test_the_transition_summary_regenerates(tmp_path):
     """``experiments/transition-vs-graph/summarize.py`` on the published predictions (it needs
     the gold UD English-EWT files)."""

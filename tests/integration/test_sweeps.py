@@ -128,12 +128,16 @@ def test_stand_in_settings(experiment):
     assert (context.lstm_layers, context.lstm_hidden, context.char_hidden) == (3, 400, 400)
     assert cfg.model.arc_hidden == cfg.model.rel_hidden == 400
     assert context.use_upos and context.use_xpos and context.use_feats
-    # ... and Stanza 1.15's schedule, its update counts scaled to the budget
+    # ... and Stanza 1.15's schedule to the dev plateau: the switch where the calibration run
+    # took it, three evaluations of patience, the stop after five, max_steps only a cap
     optim, stanza = cfg.optim, composed().optim
+    calibration = composed(f"experiment={experiment.replace('table1', 'calibration')}").optim
     assert (optim.stage1, optim.stage2) == (stanza.stage1, stanza.stage2)
-    assert optim.schedule.switch_step == optim.max_steps // 5  # Stanza: 10,000 of 50,000
-    for patience in ("plateau_patience", "switch_patience", "stop_patience"):
-        assert optim.schedule[patience] == 3 * optim.eval_every  # at least three evaluations
+    assert optim.schedule.switch_step == calibration.schedule.switch_step
+    for patience in ("plateau_patience", "switch_patience"):
+        assert optim.schedule[patience] == 3 * optim.eval_every
+    assert optim.schedule.stop_patience == 5 * optim.eval_every
+    assert optim.max_steps >= 2 * calibration.max_steps
     assert optim.schedule.plateau_decay == stanza.schedule.plateau_decay
 
 

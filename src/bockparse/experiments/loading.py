@@ -1,6 +1,7 @@
 """Reloading a trained run (its saved config and ``checkpoints/best.ckpt``, by
 :meth:`bockparse.parser.Parser.load`) and scoring its development and test sentences once, for
-analyses on fixed score matrices."""
+analyses on fixed score matrices; a run's gold files and its saved predictions' per-sentence
+scores (:func:`sentence_las`, for the tables' bootstrap)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..data.batch import Batch
-from ..data.conllu import read_conllu
+from ..data.conllu import DataError, read_conllu
+from ..metrics import first_difference, sentence_counts
 from ..model.outputs import ParserScores
 from ..parser import Parser
-from .runs import CONFIG_FILE, HYDRA_FILE, current_keys
+from .runs import CONFIG_FILE, HYDRA_FILE, current_keys, prediction_file
 
 
 @dataclass
@@ -73,6 +75,36 @@ def run_config(run_dir: str | Path) -> DictConfig:
         elif not os.path.isabs(os.path.expanduser(str(root))):
             cfg.data.root = str(start / str(root))
     return cfg
+
+
+def gold_file(run_dir: str | Path, stage: str) -> tuple[Path, DictConfig]:
+    """The gold CoNLL-U file of a run's split (``val`` or ``test``) and the run's data config."""
+    data = run_config(run_dir).data
+    return Path(str(data.root)) / str(data[stage]), data
+
+
+def sentence_las(run_dir: str | Path, stage: str) -> list[tuple[int, int]]:
+    """Per sentence of a run's split, ``(words with the right head and label, words)`` of its
+    saved predictions against the gold file (every word scored, as ``metrics.json``).
+
+    Raises:
+        DataError: a prediction or gold file is missing, malformed or misaligned.
+    """
+    gold_path, _ = gold_file(run_dir, stage)
+    pred_path = prediction_file(run_dir, stage)
+    if not pred_path.is_file():
+        raise DataError(f"{pred_path}: no saved predictions")
+    gold = read_conllu(gold_path, single_root=False, on_malformed="error")
+    pred = read_conllu(pred_path, single_root=False, on_malformed="error")
+    if len(gold) != len(pred):
+        raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")
+    scores = []
+    for g, p in zip(gold, pred, strict=True):
+        if g.forms != p.forms:
+            raise DataError(first_difference(str(gold_path), g, str(pred_path), p))
+        words, _, labels, _, _ = sentence_counts([g], [p.heads], [p.rels], None).tolist()
+        scores.append((labels, words))
+    return scores
 
 
 def load_run(run_dir: str | Path) -> LoadedRun:

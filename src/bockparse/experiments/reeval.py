@@ -18,11 +18,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 from ..data.conllu import DataError
 from ..metrics import NAMES, PUNCT_EXCLUSIONS, evaluate_files, punct_exclusion
-from .loading import run_config
+from .loading import gold_file
 from .runs import Discovery, Run, discover, prediction_file
 from .table import aggregate, render, write_csv
 
@@ -32,12 +30,6 @@ PAPER_PUNCT_EXCLUDED: dict[str, dict[str, tuple[float | None, float | None, floa
     "table1-ctb": {"local-ce-cle": (None, 90.56, 44.24), "hinge-cle": (None, 90.61, 43.73)},
 }
 TOLERANCE = 1e-6  # percentage points between metrics.json and the re-evaluation
-
-
-def gold_file(run_dir: Path, stage: str) -> tuple[Path, DictConfig]:
-    """The gold CoNLL-U file of a run's split and the run's data config."""
-    data = run_config(run_dir).data
-    return Path(str(data.root)) / str(data[stage]), data
 
 
 def reevaluate(run: Run, stage: str, exclude: str) -> tuple[Run, float | None]:

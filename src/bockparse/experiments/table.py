@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..data.conllu import DataError
+from ..rundir import write_atomic
 from .rows import (
     LOSS_LABELS,
     METRICS,
@@ -32,8 +34,14 @@ from .rows import (
     row_order,
 )
 from .runs import Discovery, Run, discover, metric
+from .stats import PairedTest, bootstrap_interval, holm, paired_test, verdict
 
 PAIRED = ("hinge-bock", "hinge-cle")  # the paired difference is first minus second
+# The table's comparisons (first minus second, paired on seeds) and the equivalence margin of
+# their TOST, in LAS points (issue 29: ±0.5, about the seed spread of one cell).
+COMPARISONS = (("hinge-bock", "hinge-cle"), ("hinge-cle", "local-ce-cle"),
+               ("hinge-bock", "local-ce-cle"))  # fmt: skip
+MARGIN = 0.5
 PAPER_SEEDS = (1111, 2222, 3333)
 
 # Wang & Park (2026), Table 1: test UAS / LAS / LCM means over seeds 1111, 2222, 3333.
@@ -129,12 +137,19 @@ class Group:
     paper: Mapping[str, tuple[float | None, ...]] | None = None
     paper_paired: Mapping[int, float] | None = None
 
-    def paired(self, stage_metric: str = "las") -> Summary | None:
-        """hinge-Bock − hinge-CL/E per seed (Table 1 layout), or ``None`` without both rows."""
-        a, b = (self.cells.get(c, {}).get(stage_metric) for c in PAIRED)
+    def paired(self, stage_metric: str = "las", rows: tuple[str, str] = PAIRED) -> Summary | None:
+        """``rows[0] − rows[1]`` per seed (Table 1 layout; default hinge-Bock − hinge-CL/E), or
+        ``None`` without both rows."""
+        a, b = (self.cells.get(c, {}).get(stage_metric) for c in rows)
         if a is None or b is None:
             return None
         return summarize(paired_differences(a.values, b.values))
+
+    def compare(self, rows: tuple[str, str], margin: float = MARGIN) -> PairedTest | None:
+        """The paired test of ``rows[0] − rows[1]`` LAS over seeds (:func:`.stats.paired_test`),
+        or ``None`` without both rows."""
+        diff = self.paired("las", rows)
+        return None if diff is None else paired_test(diff.values, margin)
 
     @property
     def train_hours(self) -> float:
@@ -347,6 +362,71 @@ def paired_markdown(groups: Sequence[Group]) -> str:
     )
 
 
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def comparisons_markdown(groups: Sequence[Group], margin: float = MARGIN) -> str:
+    """Every :data:`COMPARISONS` pair per treebank: the mean LAS difference over seeds, its
+    90 % Student-t interval, the paired t-test and the TOST against ``±margin``, both
+    Holm-corrected across all the comparisons shown, and what they support
+    (:func:`.stats.verdict`)."""
+    tests = [(g, rows, g.compare(rows, margin)) for g in groups for rows in COMPARISONS]
+    tests = [(g, rows, t) for g, rows, t in tests if t is not None and t.n > 0]
+    if not tests:
+        return "Comparisons: no treebank has two conditions to compare."
+    p_diff = holm([t.p_difference for _, _, t in tests])
+    p_equiv = holm([t.p_equivalence for _, _, t in tests])
+    header = ["Treebank", "comparison", "n", "mean ± std", "90 % CI", "p (t)", "p (t, Holm)",
+              f"p (TOST ±{margin:g})", "p (TOST, Holm)", "reading"]  # fmt: skip
+    rows = []
+    for (g, (a, b), t), pd, pe in zip(tests, p_diff, p_equiv, strict=True):
+        ci = "—" if t.ci_low is None else f"[{fmt_signed(t.ci_low)}, {fmt_signed(t.ci_high)}]"
+        spread = summarize(t.differences)
+        rows.append([g.label, f"{row_label(a)} − {row_label(b)}", str(t.n),
+                     fmt_difference(spread), ci, _p(t.p_difference), _p(pd),
+                     _p(t.p_equivalence), _p(pe), verdict(pd, pe, margin)])  # fmt: skip
+    return (
+        f"Paired test LAS differences over seeds (percentage points): mean, 90 % Student-t "
+        f"interval, two-sided paired t-test of no difference, and two one-sided tests (TOST) of "
+        f"equivalence within ±{margin:g} LAS; p-values Holm-corrected across the "
+        f'{len(tests)} comparisons of this table. "Equivalent" only where TOST rejects after '
+        'correction; "no difference detected" is not evidence of equivalence.\n\n'
+        + _markdown(header, rows)
+    )
+
+
+def bootstrap_markdown(
+    groups: Sequence[Group], stage: str = "test", samples: int = 1000, level: float = 0.95
+) -> str:
+    """Per cell, the sentence-level percentile bootstrap interval of its LAS (the mean over
+    its seeds; the sentences resampled once for all its runs, :func:`.stats.bootstrap_interval`),
+    from each run's saved ``stage`` predictions and its gold file.
+
+    Raises:
+        DataError: a prediction or gold file is missing, malformed or misaligned.
+    """
+    from .loading import sentence_las
+
+    header = ["Treebank", "Training", "n", "LAS", f"{100 * level:g} % interval", "sentences"]
+    rows = []
+    for g in groups:
+        for key, cell in g.cells.items():
+            runs = [r for r in g.used if row_key(r, g.layout) == key]
+            if not runs:
+                continue
+            per_sentence = [sentence_las(r.path, stage) for r in runs]
+            low, high = bootstrap_interval(per_sentence, samples=samples, level=level)
+            rows.append([g.label, row_label(key), str(len(runs)), fmt_cell(cell["las"]),
+                         f"[{low:.2f}, {high:.2f}]", str(len(per_sentence[0]))])  # fmt: skip
+    return (
+        f"Sentence-level bootstrap {100 * level:g} % intervals of each cell's {stage} LAS (the "
+        f"mean over its seeds): {samples} resamples of the {stage} sentences, drawn once for "
+        "all the cell's runs (resampling seed 0). They measure the test set's sampling "
+        "variation, not the seeds'.\n\n" + _markdown(header, rows)
+    )
+
+
 def grid_markdown(groups: Sequence[Group], stage: str = "test") -> str:
     """Loss × decoder: one table per treebank and metric, cells mean ± std (n)."""
     parts = []
@@ -533,6 +613,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="also list where each run ran (precision and why, CPU, bf16 flags, torch)",
     )
     parser.add_argument(
+        "--bootstrap",
+        type=int,
+        metavar="N",
+        default=0,
+        help="also give each cell's sentence-level bootstrap interval of LAS, N resamples "
+        "(reads the saved predictions and the gold files; with --out: table1-bootstrap.md)",
+    )
+    parser.add_argument(
         "--strict", action="store_true", help="exit with status 1 when a run is missing or failed"
     )
     return parser
@@ -543,7 +631,13 @@ def render(groups: Sequence[Group], stage: str, layout: str, note: str = "") -> 
     if layout == "grid":
         body = grid_markdown(groups, stage)
     else:
-        body = table1_markdown(groups, stage, note) + "\n\n" + paired_markdown(groups)
+        body = "\n\n".join(
+            [
+                table1_markdown(groups, stage, note),
+                paired_markdown(groups),
+                comparisons_markdown(groups),
+            ]
+        )
     return body + "\n\n" + runs_markdown(groups) + "\n"
 
 
@@ -570,13 +664,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.environment:
         text += "\n" + environment_markdown(groups) + "\n"
     print(text, end="", flush=True)
+    boot = None
+    if args.bootstrap > 0:
+        try:
+            boot = bootstrap_markdown(groups, args.stage, args.bootstrap) + "\n"
+        except DataError as err:
+            print(f"bockparse-table: --bootstrap: {err}", file=sys.stderr)
+            return 1
+        print("\n" + boot, end="", flush=True)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         name = "ablation" if args.layout == "grid" else "table1"
-        (out / f"{name}.md").write_text(text, encoding="utf-8")
+        write_atomic(out / f"{name}.md", text)
         write_csv(groups, out / f"{name}.csv", args.stage)
         written = [out / f"{name}.md", out / f"{name}.csv"]
+        if boot is not None:
+            write_atomic(out / f"{name}-bootstrap.md", boot)
+            written.append(out / f"{name}-bootstrap.md")
         if not args.no_plots:
             from .plots import plot_dev_curves, plot_table1
 

@@ -4,7 +4,9 @@ runs, treebank grouping, the paper's columns, CSV, the grid layout, the command 
 from __future__ import annotations
 
 import csv
+import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +21,10 @@ from bockparse.experiments.table import (
     summarize,
     table1_markdown,
     write_csv,
+)
+
+SAMPLE_TEST = (
+    Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample" / "en_ewt-ud-test.conllu"
 )
 
 
@@ -192,3 +198,71 @@ def test_cli_plots(make_run, tmp_path):
     assert main([str(tmp_path / "smoke"), "--out", str(out)]) == 0
     for name in ("table1.png", "dev_las.png"):
         assert (out / name).stat().st_size > 1000
+
+
+def test_comparisons_are_tested_and_holm_corrected_across_the_table(make_run, tmp_path):
+    from bockparse.experiments.stats import holm, paired_test
+    from bockparse.experiments.table import comparisons_markdown
+
+    las = {  # hinge-bock within 0.02 of hinge-cle; local CE about 3 points higher
+        "local-ce-cle": {1111: 85.1, 2222: 84.9, 3333: 85.2, 4444: 85.0},
+        "hinge-cle": {1111: 82.00, 2222: 82.10, 3333: 81.90, 4444: 82.05},
+        "hinge-bock": {1111: 82.01, 2222: 82.11, 3333: 81.92, 4444: 82.04},
+    }
+    for condition, values in las.items():
+        for seed, value in values.items():
+            make_run("smoke", condition, seed, (90.0, value, 10.0))
+    [group] = aggregate(discover([tmp_path]))
+    bock_cle = group.compare(("hinge-bock", "hinge-cle"))
+    bock, cle = las["hinge-bock"], las["hinge-cle"]
+    expected = paired_test({s: bock[s] - cle[s] for s in cle}, 0.5)
+    assert bock_cle.mean == pytest.approx(expected.mean)
+    assert bock_cle.p_equivalence == pytest.approx(expected.p_equivalence)
+    text = comparisons_markdown([group])
+    lines = [line for line in text.splitlines() if line.startswith("| smoke")]
+    assert len(lines) == 3 and "across the 3 comparisons" in text
+    tests = [group.compare(rows) for rows in
+             (("hinge-bock", "hinge-cle"), ("hinge-cle", "local-ce-cle"),
+              ("hinge-bock", "local-ce-cle"))]  # fmt: skip
+    adjusted = holm([t.p_equivalence for t in tests])
+    assert f"| {adjusted[0]:.3f} | equivalent within ±0.5 |" in lines[0]
+    assert lines[1].endswith("| difference detected |") and lines[2].endswith("detected |")
+    assert "Hinge (CL/E) − Local CE" in lines[1]
+
+
+def test_bootstrap_reads_each_runs_predictions_against_its_gold_file(tmp_path, capsys):
+    import shutil
+
+    from bockparse.data import read_conllu, write_conllu
+    from bockparse.experiments.loading import sentence_las
+
+    gold = tmp_path / "gold.conllu"
+    shutil.copy(SAMPLE_TEST, gold)
+    sentences = read_conllu(gold, single_root=False, on_malformed="error")[:40]
+    write_conllu(gold, sentences)
+    for seed in (1, 2):
+        run = tmp_path / "runs" / "x" / "hinge-cle" / f"seed{seed}"
+        (run / ".hydra").mkdir(parents=True)
+        (run / "predictions").mkdir()
+        (run / ".hydra" / "config.yaml").write_text(
+            f"seed: {seed}\nexperiment_name: x\nname: hinge-cle\ndecoder: cle\n"
+            f"loss: {{_target_: bockparse.losses.StructuredHinge}}\n"
+            f"data: {{root: {tmp_path}, test: gold.conllu}}\n", encoding="utf-8")  # fmt: skip
+        # seed 2: every word of the longest sentence on ROOT (wrong where gold is not ROOT)
+        longest = max(range(len(sentences)), key=lambda i: len(sentences[i]))
+        heads = [[0] * len(s) if (seed == 2 and i == longest) else s.heads
+                 for i, s in enumerate(sentences)]  # fmt: skip
+        write_conllu(run / "predictions" / "test.conllu", sentences, heads)
+        metrics = {"test/uas": 1.0, "test/las": 1.0, "test/lcm": 1.0, "seed": seed,
+                   "experiment": "x", "condition": "hinge-cle", "decoder": "cle"}  # fmt: skip
+        (run / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+        assert len(sentence_las(run, "test")) == 40
+    scores = sentence_las(tmp_path / "runs" / "x" / "hinge-cle" / "seed1", "test")
+    assert all(correct == words for correct, words in scores)
+    assert main([str(tmp_path / "runs"), "--no-plots", "--bootstrap", "200", "--out",
+                 str(tmp_path / "out")]) == 0  # fmt: skip
+    text = (tmp_path / "out" / "table1-bootstrap.md").read_text(encoding="utf-8")
+    assert "| x | Hinge (CL/E) | 2 |" in text and "200 resamples" in text
+    low, high = (float(v) for v in text.split("| [")[1].split("]")[0].split(", "))
+    assert low < 100.0 and high == 100.0  # the wrong sentence is drawn in most resamples
+    capsys.readouterr()

@@ -1,0 +1,97 @@
+"""The table statistics: Student-t values against published tables, TOST against its interval
+form, Holm against its definition, the bootstrap on cases with known answers."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from bockparse.experiments.stats import (
+    bootstrap_interval,
+    holm,
+    paired_test,
+    t_cdf,
+    t_quantile,
+    verdict,
+)
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "expected"),
+    # Student-t critical values (any statistics table, six digits)
+    [(0.95, 1, 6.313752), (0.95, 2, 2.919986), (0.975, 2, 4.302653), (0.95, 4, 2.131847),
+     (0.975, 10, 2.228139), (0.995, 30, 2.749996), (0.5, 3, 0.0)],
+)  # fmt: skip
+def test_t_quantiles_match_the_tables(p, df, expected):
+    assert t_quantile(p, df) == pytest.approx(expected, abs=2e-6)
+    assert t_cdf(t_quantile(p, df), df) == pytest.approx(p, abs=1e-12)
+
+
+def test_t_cdf_closed_forms():
+    for t in (-3.0, -0.4, 0.0, 1.0, 2.5):
+        assert t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-12)
+        assert t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * (2 + t * t) ** 0.5), abs=1e-12)
+
+
+def test_tost_rejects_exactly_when_the_90_interval_lies_inside_the_margin():
+    rng = random.Random(7)
+    agreed = 0
+    for _ in range(500):
+        n = rng.randint(2, 6)
+        diffs = {s: rng.gauss(rng.uniform(-0.6, 0.6), rng.uniform(0.01, 0.5)) for s in range(n)}
+        test = paired_test(diffs, margin=0.5, level=0.90)
+        inside = -0.5 < test.ci_low and test.ci_high < 0.5
+        assert (test.p_equivalence < 0.05) == inside
+        # the t-test rejects 0 exactly when the 95 % interval excludes it
+        wide = paired_test(diffs, margin=0.5, level=0.95)
+        assert (test.p_difference < 0.05) == (wide.ci_low > 0 or wide.ci_high < 0)
+        agreed += inside
+    assert 0 < agreed < 500  # both outcomes occurred
+
+
+def test_paired_test_on_a_known_case_and_degenerate_ones():
+    test = paired_test({1111: 0.23, 2222: -0.47, 3333: -0.71}, margin=0.5)
+    assert test.n == 3 and test.mean == pytest.approx(-0.316667, abs=1e-6)
+    half = 2.919986 * test.sd / 3**0.5
+    assert (test.ci_low, test.ci_high) == pytest.approx((test.mean - half, test.mean + half))
+    assert verdict(test.p_difference, test.p_equivalence, 0.5).startswith("no difference")
+    for diffs in ({1: 0.3}, {1: 0.2, 2: 0.2}, {}):
+        test = paired_test(diffs, margin=0.5)
+        assert test.p_difference is test.p_equivalence is test.ci_low is None
+        assert verdict(None, None, 0.5).startswith("not testable")
+    with pytest.raises(ValueError, match="margin"):
+        paired_test({1: 0.1, 2: 0.2}, margin=0.0)
+
+
+def test_verdict_wording():
+    assert verdict(0.01, 0.9, 0.5) == "difference detected"
+    assert verdict(0.6, 0.01, 0.5) == "equivalent within ±0.5"
+    assert verdict(0.6, 0.2, 0.5) == "no difference detected (not shown equivalent)"
+
+
+def test_holm_adjusts_by_rank_and_stays_monotone():
+    assert holm([0.01, 0.04, 0.03, None]) == pytest.approx([0.03, 0.06, 0.06, None])
+    assert holm([0.5]) == [0.5]
+    rng = random.Random(3)
+    for _ in range(200):
+        ps = [rng.random() for _ in range(rng.randint(1, 8))]
+        adjusted = holm(ps)
+        order = sorted(range(len(ps)), key=ps.__getitem__)
+        ranked = [adjusted[i] for i in order]
+        assert ranked == sorted(ranked) and all(a >= p for a, p in zip(adjusted, ps, strict=True))
+        assert max(adjusted) <= 1.0
+
+
+def test_bootstrap_interval():
+    same = [[(8, 10)] * 50, [(6, 10)] * 50]  # every sentence alike: no spread
+    assert bootstrap_interval(same, samples=200) == pytest.approx((70.0, 70.0))
+    rng = random.Random(1)
+    runs = [[(rng.randint(0, 20), 20) for _ in range(300)] for _ in range(3)]
+    low, high = bootstrap_interval(runs, samples=500, seed=5)
+    mean = sum(100 * sum(c for c, _ in r) / sum(t for _, t in r) for r in runs) / 3
+    assert low < mean < high and high - low < 10
+    assert bootstrap_interval(runs, samples=500, seed=5) == (low, high)  # reproducible
+    with pytest.raises(ValueError, match="same sentences"):
+        bootstrap_interval([[(1, 2)], [(1, 2), (0, 1)]])
