@@ -22,6 +22,18 @@ PAIRS = [
     ("Q3: hinge, canonical ties", "hinge-cle-canonical", "hinge-bock-canonical"),
     ("Q3: canonical ties = Bock's own trees", "hinge-bock", "hinge-bock-canonical"),
     ("Q4: hinge, random biaffine init", "hinge-cle-randinit", "hinge-bock-randinit"),
+    ("item 6: local CE rerun, deterministic, 1 thread", "local-ce", "local-ce-rerun"),
+    (
+        "item 6: local CE rerun, non-deterministic, 2 threads",
+        "local-ce-nondet",
+        "local-ce-nondet-rerun",
+    ),
+    (
+        "item 6: local CE rerun, deterministic, 2 threads",
+        "local-ce-2threads",
+        "local-ce-2threads-rerun",
+    ),
+    ("item 6: local CE, 1 thread vs 2 threads", "local-ce-rerun", "local-ce-2threads"),
 ]
 HINGE = ["hinge-cle", "hinge-bock", "hinge-cle-canonical", "hinge-bock-canonical",
          "hinge-cle-randinit", "hinge-bock-randinit"]  # fmt: skip

@@ -39,6 +39,7 @@ SETTINGS = {
     "gsd-long": ["experiment=ablation-ud-gsd", "optim.max_steps=200", "optim.eval_every=50"],
 }
 RANDOM_INIT = "model.biaffine_init_std=0.01"
+NONDETERMINISTIC = ["trainer.deterministic=false", "torch_threads=2"]
 # Runs: name -> overrides. The shadow oracle of a hinge run is the other decoder of its pair.
 RUNS_OF = {
     "local-ce": ["condition=local-ce"],
@@ -58,6 +59,14 @@ RUNS_OF = {
     ],
     "hinge-cle-randinit": ["condition=hinge-cle", RANDOM_INIT, "trace.shadow=bock"],
     "hinge-bock-randinit": ["condition=hinge-bock", RANDOM_INIT, "trace.shadow=cle"],
+    # Issue 29 item 6: local CE rerun as is, and twice without deterministic algorithms on two
+    # threads (the setting the paper's divergent local-CE runs had, on a GPU).
+    "local-ce-rerun": ["condition=local-ce"],
+    "local-ce-nondet": ["condition=local-ce", *NONDETERMINISTIC],
+    "local-ce-nondet-rerun": ["condition=local-ce", *NONDETERMINISTIC],
+    # ... and deterministic algorithms on two threads: which of the two makes runs part
+    "local-ce-2threads": ["condition=local-ce", "torch_threads=2"],
+    "local-ce-2threads-rerun": ["condition=local-ce", "torch_threads=2"],
 }
 # The plan, in the order it runs (what matters most first): (setting, runs, seeds).
 PLAN = [
@@ -71,6 +80,10 @@ PLAN = [
     ("ewt-minilm", ["hinge-cle-canonical", "hinge-bock-canonical"], [1111]),
     ("gsd", ["hinge-cle-randinit", "hinge-bock-randinit", "local-ce", "local-ce-bock"],
      [2222, 3333]),
+    ("gsd", ["local-ce-rerun", "local-ce-nondet", "local-ce-nondet-rerun", "local-ce-2threads",
+             "local-ce-2threads-rerun"], [1111]),
+    ("ewt-minilm", ["local-ce", "local-ce-rerun", "local-ce-nondet", "local-ce-nondet-rerun"],
+     [1111]),
 ]  # fmt: skip
 KEEP = ["trace.csv", "metrics.json", "train.log", ".hydra/config.yaml", ".hydra/overrides.yaml"]
 
@@ -86,11 +99,14 @@ def train(setting: str, run: str, seed: int, force: bool) -> None:
         return
     scratch = SCRATCH / setting / run / f"seed{seed}"
     shutil.rmtree(scratch, ignore_errors=True)
-    overrides = [*SETTINGS[setting], *RUNS_OF[run], *COMMON, f"seed={seed}", f"name={run}",
+    own = {o.split("=", 1)[0] for o in RUNS_OF[run]}  # a run's own setting replaces COMMON's
+    common = [o for o in COMMON if o.split("=", 1)[0] not in own]
+    overrides = [*SETTINGS[setting], *RUNS_OF[run], *common, f"seed={seed}", f"name={run}",
                  f"experiment_name=trajectory-identity-{setting}",
                  f"hydra.run.dir={scratch}"]  # fmt: skip
     print(f"> {setting}/{run}/seed{seed}: {' '.join(overrides)}", flush=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    threads = next(o.split("=")[1] for o in [*RUNS_OF[run], *COMMON] if o.startswith("torch_th"))
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
     subprocess.run([sys.executable, "-m", "bockparse.training.train", *overrides], cwd=REPO,
                    env=env, check=True, stdout=subprocess.DEVNULL)  # fmt: skip
     shutil.rmtree(target, ignore_errors=True)
