@@ -57,11 +57,7 @@ TARGETS = {
 # Keys of a Hydra node that are Hydra's, not the callee's.
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
 CONTEXT = "context"  # the head's parameter (and the config node) holding the Contextualizer's
-# The Contextualizer's parameters (beside the head's in schema version 2) and the submodules
-# they build (top-level modules of a version-2 biaffine scorer's state dict).
-CONTEXT_PARAMS = frozenset({
-    "use_words", "word_dim", "word_dropout", "use_chars", "char_dim", "char_hidden", "use_upos",
-    "use_xpos", "use_feats", "tag_dim", "lstm_hidden", "lstm_layers", "dropout"})  # fmt: skip
+# The submodules the Contextualizer builds (top-level in a version-2 biaffine state dict).
 CONTEXT_MODULES = ("encoder.", "word_embedding.", "upos_embedding.", "xpos_embedding.",
                    "feats_embedding.", "char_model.", "lstm.")  # fmt: skip
 
@@ -116,14 +112,23 @@ def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
 # -- the schema ------------------------------------------------------------------------------
 
 
+def context_params() -> frozenset[str]:
+    """The Contextualizer's own parameters (``model.context.*``; beside the head's in schema
+    version 2)."""
+    from .model.scorer import Contextualizer
+
+    return frozenset(inspect.signature(Contextualizer).parameters) - {"vocabs", "encoder"}
+
+
 def nested_params(params: Any) -> Any:
     """A head's parameters with the contextualiser's under ``context``: schema version 2's flat
     mapping (and a run config composed before ``model.context``) moved there; anything else
     (already nested, or not a mapping) as is, for :func:`validate_spec` to judge."""
     if not isinstance(params, Mapping) or CONTEXT in params:
         return params
-    flat = {k: v for k, v in params.items() if k not in CONTEXT_PARAMS}
-    return {**flat, CONTEXT: {k: v for k, v in params.items() if k in CONTEXT_PARAMS}}
+    own = context_params()
+    flat = {k: v for k, v in params.items() if k not in own}
+    return {**flat, CONTEXT: {k: v for k, v in params.items() if k in own}}
 
 
 def current_state(kind: str, state: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,11 +200,7 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     if kind not in kinds:
         raise ModelError(f"{where}: unknown kind {kind!r} (known: {sorted(kinds)})")
     params = _check_params(
-        spec.get("params"),
-        kinds[kind],
-        ("self", "vocabs", "encoder", CONTEXT),
-        where,
-        nested=(CONTEXT,),
+        spec.get("params"), kinds[kind], ("self", "vocabs", "encoder"), where, nested=(CONTEXT,)
     )
     if CONTEXT not in params:
         raise ModelError(f"{where}: no {CONTEXT!r} parameters")
@@ -309,12 +310,11 @@ def build_transformer(spec: Mapping[str, Any]) -> nn.Module:
 
 
 def build_scorer(spec: Mapping[str, Any], vocabs: Any, transformer: nn.Module | None) -> nn.Module:
-    """The scorer a validated spec describes, with ``vocabs`` and ``transformer`` (the
-    encoder's, or ``None`` without one)."""
+    """The scorer a spec validated by :func:`validate_spec` describes, with ``vocabs`` and
+    ``transformer`` (the encoder's, or ``None`` without one)."""
     from .model.encoder import TransformerEncoder
 
     encoder = None
     if transformer is not None:
         encoder = TransformerEncoder(transformer=transformer, **spec["encoder"].get("params", {}))
-    params = nested_params(spec["params"])
-    return model_kinds()[spec["kind"]](vocabs=vocabs, encoder=encoder, **params)
+    return model_kinds()[spec["kind"]](vocabs=vocabs, encoder=encoder, **spec["params"])
