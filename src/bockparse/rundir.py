@@ -113,7 +113,8 @@ def current_keys(cfg: Any) -> Any:
     decoder = OmegaConf.select(cfg, "decoder", default=None, throw_on_resolution_failure=False)
     if current_name(name, decoder) != name:
         cfg = cfg.copy()
-        cfg.name = current_name(name, decoder)
+        with open_dict(cfg):
+            cfg.name = current_name(name, decoder)
     return cfg
 
 
