@@ -69,7 +69,7 @@ sweep:  ## multirun experiment EXP x sweep SWEEP (default: the smoke sweep), the
 	-$(VENV)/bin/bockparse-train experiment=$(EXP) sweep=$(SWEEP) $(ARGS)
 	$(VENV)/bin/bockparse-table $(SWEEP_DIR) --out $(SWEEP_DIR)/table --strict $(TABLE_ARGS)
 
-table1-ud:  ## the open Table 1 stand-in (needs BOCKPARSE_DATA): 18 CPU runs, published, table
+table1-ud:  ## the open Table 1 stand-in (needs BOCKPARSE_DATA): 18 CPU runs to their dev plateau (many hours), published, table
 	-$(VENV)/bin/bockparse-train sweep=table1-ud $(ARGS)
 	-$(VENV)/bin/bockparse-publish multirun/table1-ud --out experiments/table1-ud/runs
 	$(VENV)/bin/bockparse-table experiments/table1-ud/runs --out experiments/table1-ud --strict
