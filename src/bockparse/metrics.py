@@ -249,6 +249,24 @@ def first_difference(gold_path: str, gold: Sentence, pred_path: str, pred: Sente
             f"{len(gold)} in {gold_path})")  # fmt: skip
 
 
+def aligned_files(gold_path: str, pred_path: str) -> tuple[list[Sentence], list[Sentence]]:
+    """The sentences of a gold file and of its prediction file, checked to hold the same
+    sentences with the same words (the prediction file is the gold one with HEAD and DEPREL
+    replaced, as bockparse writes them).
+
+    Raises:
+        DataError: a file is malformed or the two do not align (naming the file and line).
+    """
+    gold = read_conllu(gold_path, single_root=False, on_malformed="error")
+    pred = read_conllu(pred_path, single_root=False, on_malformed="error")
+    if len(gold) != len(pred):
+        raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")
+    for g, p in zip(gold, pred, strict=True):
+        if g.forms != p.forms:
+            raise DataError(first_difference(gold_path, g, pred_path, p))
+    return gold, pred
+
+
 def evaluate_files(gold_path: str, pred_path: str, exclude_punct: str | None = None) -> dict:
     """UAS/LAS/LCM of a prediction file against its gold file.
 
@@ -261,13 +279,7 @@ def evaluate_files(gold_path: str, pred_path: str, exclude_punct: str | None = N
     Raises:
         DataError: a file is malformed or the two do not align (naming the file and line).
     """
-    gold = read_conllu(gold_path, single_root=False, on_malformed="error")
-    pred = read_conllu(pred_path, single_root=False, on_malformed="error")
-    if len(gold) != len(pred):
-        raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")
-    for g, p in zip(gold, pred, strict=True):
-        if g.forms != p.forms:
-            raise DataError(first_difference(gold_path, g, pred_path, p))
+    gold, pred = aligned_files(gold_path, pred_path)
     total = sentence_counts(gold, [p.heads for p in pred], [p.rels for p in pred], exclude_punct)
     return {**rates(total), **dict(zip(COUNTS, total.tolist(), strict=True))}
 

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..data.batch import Batch
 from ..data.conllu import DataError, read_conllu
-from ..metrics import first_difference, sentence_counts
+from ..metrics import aligned_files, sentence_counts
 from ..model.outputs import ParserScores
 from ..parser import Parser
 from .runs import CONFIG_FILE, HYDRA_FILE, current_keys, prediction_file
@@ -94,14 +94,9 @@ def sentence_las(run_dir: str | Path, stage: str) -> list[tuple[int, int]]:
     pred_path = prediction_file(run_dir, stage)
     if not pred_path.is_file():
         raise DataError(f"{pred_path}: no saved predictions")
-    gold = read_conllu(gold_path, single_root=False, on_malformed="error")
-    pred = read_conllu(pred_path, single_root=False, on_malformed="error")
-    if len(gold) != len(pred):
-        raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")
+    gold, pred = aligned_files(str(gold_path), str(pred_path))
     scores = []
     for g, p in zip(gold, pred, strict=True):
-        if g.forms != p.forms:
-            raise DataError(first_difference(str(gold_path), g, str(pred_path), p))
         words, _, labels, _, _ = sentence_counts([g], [p.heads], [p.rels], None).tolist()
         scores.append((labels, words))
     return scores
