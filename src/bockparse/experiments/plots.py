@@ -1,46 +1,16 @@
 """PNG figures (matplotlib, Agg): development LAS against update per condition, Table 1 bars,
-and the root-constraint bars.
-
-Development curves come from each run's CSV log (``csv/metrics.csv``, Lightning's CSVLogger).
-Lightning logs the evaluation after update ``u`` at ``step = u - 1``, so the update is
-``step + 1``; the last ``val/las`` row before the first ``test/las`` row is the final
-re-evaluation of the selected checkpoint by :func:`bockparse.training.train.run`, not a point of the
-curve, and is dropped.
+and the root-constraint bars. Development curves are each run's CSV log
+(:func:`.runs.dev_curve`).
 """
 
 from __future__ import annotations
 
-import csv
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .rows import METRICS, row_key, row_label
-
-DEV_KEY = "val/las"
-
-
-def dev_curve(run_dir: str | Path, key: str = DEV_KEY) -> dict[int, float]:
-    """Update -> development score during training, from ``csv/metrics.csv`` (empty if none)."""
-    path = Path(run_dir) / "csv" / "metrics.csv"
-    if not path.is_file():
-        return {}
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    first_test = next((i for i, r in enumerate(rows) if r.get("test/las")), len(rows))
-    points = [(i, r) for i, r in enumerate(rows[:first_test]) if r.get(key)]
-    if first_test < len(rows) and points:
-        points = points[:-1]  # the final re-evaluation of the selected checkpoint
-    curve: dict[int, float] = {}
-    for _, row in points:
-        try:
-            update, value = int(row["step"]) + 1, float(row[key])
-        except (KeyError, ValueError):
-            continue
-        if math.isfinite(value):
-            curve[update] = value  # a resumed run re-logs a step: the later row wins
-    return curve
+from .runs import dev_curve
 
 
 def mean_band(curves: Sequence[Mapping[int, float]]) -> tuple[list[int], list[float], list[float]]:

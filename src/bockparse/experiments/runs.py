@@ -5,10 +5,17 @@ run has finished, ``metrics.json`` (written last, atomically, by
 :func:`bockparse.training.train.run`).
 A folder with the first and not the second is a *failed* run (crashed, killed, or still
 running); it is reported, never averaged over.
+
+Development curves come from each run's CSV log (``csv/metrics.csv``, Lightning's CSVLogger).
+Lightning logs the evaluation after update ``u`` at ``step = u - 1``, so the update is
+``step + 1``; the last ``val/las`` row before the first ``test/las`` row is the final
+re-evaluation of the selected checkpoint by :func:`bockparse.training.train.run`, not a point
+of the curve, and is dropped.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -23,6 +30,8 @@ from ..rundir import HYDRA as HYDRA_FILE
 from ..rundir import METRICS as METRICS_FILE
 from ..rundir import current_keys, current_name
 from ..rundir import predictions as predictions_path
+
+DEV_KEY = "val/las"
 
 
 @dataclass(frozen=True)
@@ -210,3 +219,52 @@ def metric(run: Run, key: str) -> float | None:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def dev_curve(run_dir: str | Path, key: str = DEV_KEY) -> dict[int, float]:
+    """Update -> development score during training, from ``csv/metrics.csv`` (empty if none)."""
+    path = Path(run_dir) / "csv" / "metrics.csv"
+    if not path.is_file():
+        return {}
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    first_test = next((i for i, r in enumerate(rows) if r.get("test/las")), len(rows))
+    points = [(i, r) for i, r in enumerate(rows[:first_test]) if r.get(key)]
+    if first_test < len(rows) and points:
+        points = points[:-1]  # the final re-evaluation of the selected checkpoint
+    curve: dict[int, float] = {}
+    for _, row in points:
+        try:
+            update, value = int(row["step"]) + 1, float(row[key])
+        except (KeyError, ValueError):
+            continue
+        if math.isfinite(value):
+            curve[update] = value  # a resumed run re-logs a step: the later row wins
+    return curve
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """Where a finished run's selected checkpoint lies on its development curve.
+
+    Attributes:
+        best_step: the update of the best development LAS (``metrics.json``'s ``best_step``).
+        last_step: the update of the last evaluation during training.
+        evaluations: how many evaluations training made.
+        after_best: how many of them came after the best one (0: the curve was still rising
+            when training stopped).
+    """
+
+    best_step: int
+    last_step: int
+    evaluations: int
+    after_best: int
+
+
+def plateau(run: Run) -> Plateau | None:
+    """The :class:`Plateau` of a finished run, or ``None`` without ``best_step`` or a dev curve."""
+    best = (run.metrics or {}).get("best_step")
+    curve = dev_curve(run.path)
+    if not isinstance(best, int) or isinstance(best, bool) or not curve:
+        return None
+    return Plateau(best, max(curve), len(curve), sum(step > best for step in curve))

@@ -33,7 +33,7 @@ from .rows import (
     row_label,
     row_order,
 )
-from .runs import Discovery, Run, discover, metric
+from .runs import Discovery, Run, discover, metric, plateau
 from .stats import PairedTest, bootstrap_interval, holm, paired_test, verdict
 
 PAIRED = ("hinge-bock", "hinge-cle")  # the paired difference is first minus second
@@ -42,6 +42,9 @@ PAIRED = ("hinge-bock", "hinge-cle")  # the paired difference is first minus sec
 COMPARISONS = (("hinge-bock", "hinge-cle"), ("hinge-cle", "local-ce-cle"),
                ("hinge-bock", "local-ce-cle"))  # fmt: skip
 MARGIN = 0.5
+# A run has reached its development plateau when its best dev LAS came at least this many
+# evaluations before its last (issue 29's acceptance); fewer: it stopped while still rising.
+PLATEAU_EVALUATIONS = 2
 PAPER_SEEDS = (1111, 2222, 3333)
 
 # Wang & Park (2026), Table 1: test UAS / LAS / LCM means over seeds 1111, 2222, 3333.
@@ -455,8 +458,21 @@ def _row_text(key: object) -> str:
     return "/".join(map(str, key)) if isinstance(key, tuple) else str(key)
 
 
+def plateau_text(run: Run) -> str:
+    """Where the run's best dev LAS lies: ``best dev at update 1800, 5 of 23 evaluations before
+    the last (2300): plateau``, or ``...: still rising`` when fewer than
+    :data:`PLATEAU_EVALUATIONS` evaluations followed it."""
+    p = plateau(run)
+    if p is None:
+        return "no development curve or best update recorded"
+    reading = "plateau" if p.after_best >= PLATEAU_EVALUATIONS else "still rising"
+    return (f"best dev at update {p.best_step}, {p.after_best} of {p.evaluations} evaluations "
+            f"after it (last {p.last_step}): {reading}")  # fmt: skip
+
+
 def runs_markdown(groups: Sequence[Group]) -> str:
-    """Finished, missing, failed and duplicate runs per treebank."""
+    """Finished, missing, failed and duplicate runs per treebank, and where each finished run's
+    best development LAS lies on its curve (:func:`plateau_text`)."""
     lines = ["Runs"]
     for g in groups:
         expected = len(g.cells) * len(g.expected_seeds)
@@ -466,6 +482,11 @@ def runs_markdown(groups: Sequence[Group]) -> str:
             f"- {g.label}: {len(g.used)} finished of {expected} expected "
             f"({len(g.cells)} rows × seeds {seeds}); training time {_duration(g.train_hours)}"
         )
+        for run in g.used:
+            what = f"{_row_text(row_key(run, g.layout) or '?')} seed {run.seed}"
+            precision = (run.metrics or {}).get("precision")
+            what += f" ({precision})" if precision else ""
+            lines.append(f"  - {what}: {plateau_text(run)}")
         for key, seed in g.missing:
             lines.append(f"  - missing: {_row_text(key)} seed {seed} (no run folder)")
         for run in g.failed:

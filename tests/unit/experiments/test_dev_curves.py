@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bockparse.experiments.plots import dev_curve, mean_band
+from bockparse.experiments.plots import mean_band
+from bockparse.experiments.runs import dev_curve
 
 # As Lightning's CSVLogger writes it for a smoke run (eval every 3 updates, 6 updates), then
 # the final re-evaluation of the selected checkpoint and the test row.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bockparse.experiments.runs import discover
+from bockparse.experiments.runs import Plateau, discover, plateau
 from bockparse.experiments.table import (
     PAPER_MEANS,
     aggregate,
@@ -266,3 +266,38 @@ def test_bootstrap_reads_each_runs_predictions_against_its_gold_file(tmp_path, c
     low, high = (float(v) for v in text.split("| [")[1].split("]")[0].split(", "))
     assert low < 100.0 and high == 100.0  # the wrong sentence is drawn in most resamples
     capsys.readouterr()
+
+
+def _dev_log(run: Path, curve: dict[int, float], best_step: int) -> None:
+    """A CSV log with ``curve`` (update -> dev LAS) as Lightning writes it (step = update − 1),
+    then the final re-evaluation and the test row; ``best_step`` into ``metrics.json``."""
+    rows = ["epoch,step,test/las,val/las"]
+    rows += [f"0,{u - 1},,{las}" for u, las in curve.items()]
+    rows += [f"0,{max(curve) - 1},,{curve[best_step]}", f"0,{max(curve) - 1},50.0,"]
+    (run / "csv").mkdir()
+    (run / "csv" / "metrics.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+    metrics.update(best_step=best_step, precision="32-true")
+    (run / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+
+
+def test_each_run_says_whether_its_best_dev_came_before_the_end(make_run, tmp_path, capsys):
+    """Issue 29's acceptance, read off each run's dev curve: the best dev LAS at least two
+    evaluations before the last is a plateau; at the last or the one before, still rising."""
+    flat = make_run("table1-ptb", "hinge-cle", 1111, (90.0, 88.0, 40.0))
+    _dev_log(flat, {100: 80.0, 200: 85.0, 300: 86.0, 400: 85.5, 500: 85.9}, 300)
+    rising = make_run("table1-ptb", "hinge-bock", 1111, (90.0, 88.0, 40.0))
+    _dev_log(rising, {100: 80.0, 200: 85.0, 300: 86.0, 400: 86.5, 500: 86.4}, 400)
+    make_run("table1-ptb", "local-ce-cle", 1111, (90.0, 88.0, 40.0))  # no CSV log
+    found = discover([tmp_path])
+    by_name = {run.condition: run for run in found.runs}
+    assert plateau(by_name["hinge-cle"]) == Plateau(300, 500, 5, 2)
+    assert plateau(by_name["hinge-bock"]) == Plateau(400, 500, 5, 1)
+    assert plateau(by_name["local-ce-cle"]) is None
+    assert main([str(tmp_path), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert ("hinge-cle seed 1111 (32-true): best dev at update 300, 2 of 5 evaluations after it "
+            "(last 500): plateau") in printed  # fmt: skip
+    assert "hinge-bock seed 1111 (32-true): best dev at update 400, 1 of 5" in printed
+    assert "(last 500): still rising" in printed
+    assert "local-ce-cle seed 1111: no development curve or best update recorded" in printed
