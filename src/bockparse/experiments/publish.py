@@ -14,7 +14,7 @@ analyses read and what an auditor needs, and nothing else:
 
 Never checkpoints. Each run keeps its path relative to the folder it was found under, so
 ``bockparse-publish multirun/table1-ud --out experiments/table1-ud/runs`` gives
-``experiments/table1-ud/runs/table1-ud-ewt/local-ce/seed1111/...``. Only finished runs (with
+``experiments/table1-ud/runs/table1-ud-ewt/local-ce-cle/seed1111/...``. Only finished runs (with
 ``metrics.json``) are copied; a failed one is named and skipped, so the published table
 lists it as missing rather than failed. Files are written atomically.
 """
