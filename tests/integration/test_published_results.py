@@ -1,7 +1,7 @@
 """The published tables regenerate from the run files committed beside them, byte for byte:
 ``bockparse-table <committed run folders>`` writes the committed ``table1.md`` and
-``table1.csv`` of ``experiments/table1-ud`` (the plateau runs) and of its first budget
-(``first-budget/``, 400 and 300 updates), and the loss × decoder grid of
+``table1.csv`` of ``experiments/table1-ud/first-budget`` (400 and 300 updates) and the loss ×
+decoder grid of
 ``experiments/ablation``; with the gold treebanks, the punctuation-excluded re-evaluation, the
 transition-vs-graph summary and the ablation's decoder comparison regenerate too."""
 
@@ -20,8 +20,8 @@ from bockparse.training.train import CONF_DIR
 REPO = Path(CONF_DIR).parent
 # table -> (committed run folders, bockparse-table options, the folder its committed files are
 # in, the files it writes). --strict: every expected run is committed and finished (a missing
-# one fails the test). The plateau runs of table1-ud are published as each finishes (issue 29),
-# so their table is regenerated without --strict until all 18 are in.
+# one fails the test). table1-ud's plateau runs (issue 29) join, without --strict until all 18
+# are in, when the first of them is published.
 PUBLISHED = {
     "table1-ud-first-budget": ("experiments/table1-ud/first-budget/runs", ["--strict"],
                                "experiments/table1-ud/first-budget", ("table1.md", "table1.csv")),

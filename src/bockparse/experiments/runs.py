@@ -229,11 +229,11 @@ def dev_curve(run_dir: str | Path, key: str = DEV_KEY) -> dict[int, float]:
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     first_test = next((i for i, r in enumerate(rows) if r.get("test/las")), len(rows))
-    points = [(i, r) for i, r in enumerate(rows[:first_test]) if r.get(key)]
+    points = [r for r in rows[:first_test] if r.get(key)]
     if first_test < len(rows) and points:
         points = points[:-1]  # the final re-evaluation of the selected checkpoint
     curve: dict[int, float] = {}
-    for _, row in points:
+    for row in points:
         try:
             update, value = int(row["step"]) + 1, float(row[key])
         except (KeyError, ValueError):

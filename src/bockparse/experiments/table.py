@@ -459,8 +459,8 @@ def _row_text(key: object) -> str:
 
 
 def plateau_text(run: Run) -> str:
-    """Where the run's best dev LAS lies: ``best dev at update 1800, 5 of 23 evaluations before
-    the last (2300): plateau``, or ``...: still rising`` when fewer than
+    """Where the run's best dev LAS lies: ``best dev at update 1800, 5 of 23 evaluations after
+    it (last 2300): plateau``, or ``...: still rising`` when fewer than
     :data:`PLATEAU_EVALUATIONS` evaluations followed it."""
     p = plateau(run)
     if p is None:
