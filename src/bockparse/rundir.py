@@ -132,6 +132,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     The temporary file is created with ``O_EXCL`` (``tempfile.mkstemp``) in the target's
     folder and gets the permissions the umask allows (``0o666 & ~umask``), as a plain
     ``open`` would give; the rename replaces a symlink at ``path`` instead of following it.
+    No temporary name outlives the block.
     """
     target = Path(path)
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -144,6 +145,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    # Where tmp and target were links to one file the rename did nothing (POSIX): the target
+    # already holds the content, and the temporary name goes.
+    tmp.unlink(missing_ok=True)
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:

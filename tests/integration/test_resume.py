@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -12,7 +13,14 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bockparse.training.train import CONF_DIR, CONFIG_KEY, ResumeError, config_differences, run
+from bockparse.training.train import (
+    CONF_DIR,
+    CONFIG_KEY,
+    ResumeError,
+    build,
+    config_differences,
+    run,
+)
 
 REPO = Path(CONF_DIR).parent
 
@@ -109,3 +117,49 @@ def test_the_command_line_exits_0_when_finished_and_1_on_a_damaged_checkpoint(tm
     assert proc.returncode == 1
     [line] = [x for x in proc.stderr.splitlines() if x.startswith("bockparse-train:")]
     assert str(last) in line and "damaged or unreadable" in line and "resume=false" in line
+
+
+# -- a resumed run continues bit for bit ------------------------------------------------------
+
+# Big batches make short epochs (the sample's train set holds 40,220 words: 5 batches), so
+# that 8 updates cross an epoch boundary; dropout and word dropout draw at every update.
+BIT_EXACT = ("optim.max_steps=8", "optim.eval_every=1", "data.batch_size=10000",
+             "optim.last_checkpoint.every_evaluations=1", "torch_threads=1", "trace.enabled=true",
+             "trace.shadow=null", "trace.ties=false")  # fmt: skip
+
+
+def trace_rows(run_dir: Path) -> list[tuple[str, str, str]]:
+    """(update, loss, parameter hash) of every update of a run's trace."""
+    with open(run_dir / "trace.csv", encoding="utf-8") as f:
+        return [(r["update"], r["loss"], r["param_hash"]) for r in csv.DictReader(f)]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> tuple[Path, int]:
+    """The 8-update run in one go, and the number of batches in its epochs."""
+    run_dir = tmp_path_factory.mktemp("uninterrupted")
+    cfg = composed(*BIT_EXACT)
+    run(cfg, run_dir)
+    datamodule, _ = build(cfg)
+    return run_dir, len(datamodule.train_dataloader())
+
+
+@pytest.mark.parametrize("where", ["inside an epoch", "at the end of an epoch"])
+def test_a_resumed_run_continues_bit_for_bit(tmp_path, uninterrupted, where):
+    """Stopped after k updates and resumed, a run takes the same batches, dropout and word
+    dropout masks as the uninterrupted run: the same loss and parameters at every update."""
+    whole, epoch = uninterrupted
+    assert 2 < epoch < 8, "the settings must put an epoch boundary inside the 8 updates"
+    k = epoch if where == "at the end of an epoch" else epoch - 2
+    run(composed(*BIT_EXACT, f"optim.max_steps={k}"), tmp_path)
+    assert torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=True)["global_step"] == k
+    (tmp_path / "metrics.json").unlink()  # as if stopped by a kill after last.ckpt
+    run(composed(*BIT_EXACT, "resume=true"), tmp_path)
+    expected = trace_rows(whole)
+    assert [row[0] for row in expected] == [str(i) for i in range(9)]  # 0: before training
+    resumed_rows = trace_rows(tmp_path)
+    assert resumed_rows.pop(k + 1) == (str(k), "", expected[k][2])  # the trace's resume mark
+    assert resumed_rows == expected
+    resumed, once = (json.loads((d / "metrics.json").read_text()) for d in (tmp_path, whole))
+    for key in ("val/las", "test/las", "best_step"):
+        assert resumed[key] == once[key]

@@ -31,6 +31,19 @@ def test_write_atomic_follows_the_umask_and_leaves_no_temporary(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]
 
 
+def test_relinking_the_same_file_leaves_no_temporary(tmp_path):
+    """``best-of-last.ckpt`` linked again to an unchanged ``best.ckpt``: the rename of two links
+    to one file does nothing (POSIX), and the temporary name must not stay behind."""
+    from bockparse.training.checkpoints import link_atomic
+
+    best, link = tmp_path / "best.ckpt", tmp_path / "best-of-last.ckpt"
+    best.write_bytes(b"weights")
+    link_atomic(best, link)
+    link_atomic(best, link)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best-of-last.ckpt", "best.ckpt"]
+    assert link.read_bytes() == b"weights"
+
+
 def test_a_planted_symlink_is_replaced_not_followed(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("keep")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,6 +43,49 @@ def split_batches(batches: list[list[int]], parts: int) -> list[list[int]]:
         half = len(batches[k]) // 2
         batches[k : k + 1] = [batches[k][:half], batches[k][half:]]
     return batches
+
+
+class TrainLoader(DataLoader):
+    """The training ``DataLoader``, resumable inside an epoch.
+
+    Lightning keeps :meth:`state_dict` in every full checkpoint (``last.ckpt``) and gives it to
+    :meth:`load_state_dict` when a run resumes, before it iterates the loader again. The
+    resumed epoch then has the same shuffle (the sampler's ``(seed, epoch)``) and skips the
+    batches already trained on, so that training continues with the batch an uninterrupted
+    run takes next. The skipped batches are collated and dropped (milliseconds each), which
+    keeps the skip right with worker processes and under DDP, where the sampler is wrapped.
+
+    Lightning's fetcher draws batches one at a time when the loader has a length, so the count
+    of batches served is the count trained on.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._served = 0  # batches the current pass has served (skipped ones included)
+        self._skip = 0  # batches the next pass skips (a resumed epoch)
+
+    def __iter__(self) -> Iterator[Any]:
+        # DataLoader's iterator is made here, as without the skip: it draws its base seed
+        # from torch's generator now, and reads the sampler's epoch at the first batch.
+        batches = super().__iter__()
+        skip, self._skip, self._served = self._skip, 0, 0
+        return self._serve(batches, skip)
+
+    def _serve(self, batches: Iterator[Any], skip: int) -> Iterator[Any]:
+        for batch in batches:
+            self._served += 1
+            if self._served > skip:
+                yield batch
+
+    def state_dict(self) -> dict[str, int]:
+        """``{"epoch": the sampler's epoch, "batches": batches served in it}``."""
+        return {"epoch": int(getattr(self.sampler, "epoch", 0)), "batches": self._served}
+
+    def load_state_dict(self, state_dict: dict[str, int]) -> None:
+        """The next pass gives the rest of the saved epoch."""
+        if hasattr(self.sampler, "set_epoch"):  # worker processes read it before Lightning sets it
+            self.sampler.set_epoch(state_dict["epoch"])
+        self._skip = state_dict["batches"]
 
 
 class ParserDataModule(pl.LightningDataModule):
@@ -213,7 +256,7 @@ class ParserDataModule(pl.LightningDataModule):
             )
         # The sampler yields whole batches (batch_size=None): Lightning then finds it as
         # ``loader.sampler`` and calls its ``set_epoch``, which it does not on a batch_sampler.
-        return DataLoader(
+        return (TrainLoader if shuffle else DataLoader)(
             dataset,
             sampler=sampler,
             batch_size=None,

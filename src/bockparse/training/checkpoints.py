@@ -6,7 +6,9 @@ or ``every_minutes`` minutes, whichever comes first, at every stage switch and a
 training. Every file is written atomically. When training ends without any evaluation, the
 final model becomes ``best.ckpt``. A run resumed from ``last.ckpt`` puts back the
 ``best.ckpt`` that ``last.ckpt`` knows of (``best-of-last.ckpt``), so that the best model and
-the schedule's record agree.
+the schedule's record agree. ``last.ckpt`` also holds every process's random number
+generators (:func:`rng_states`) and the training loader's place in its epoch
+(:class:`bockparse.data.datamodule.TrainLoader`): a resumed run continues bit for bit.
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ from __future__ import annotations
 import logging
 import math
 import os
+import random
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import lightning.pytorch as pl
+import numpy as np
+import torch
 
 from ..metrics import metric_key
 from ..modelfile import load_tensors
@@ -55,6 +61,36 @@ def link_atomic(source: Path, path: Path) -> None:
             shutil.copyfile(source, tmp)
 
 
+def rng_states() -> dict[str, Any]:
+    """This process's random number generators as tensors and plain values (checkpoints are
+    read with ``weights_only``): torch's CPU and CUDA ones (dropout, word dropout), numpy's and
+    Python's global ones."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
+        "python": random.getstate(),
+    }
+
+
+def set_rng_states(states: dict[str, Any]) -> None:
+    """Put back what :func:`rng_states` returned."""
+    torch.set_rng_state(states["torch"])
+    if states["cuda"]:
+        torch.cuda.set_rng_state_all(states["cuda"])
+    kind, keys, pos, has_gauss, gauss = states["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    random.setstate(states["python"])
+
+
+def _world() -> tuple[int, int]:
+    """(rank, world size) of this process; (0, 1) without torch.distributed."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
 class ScheduleCallback(pl.Callback):
     """Feeds each evaluation's dev LAS to the module's :class:`StanzaSchedule` and carries out
     its decisions: ``best.ckpt`` (weights only) on improvement, the reload of the best model at
@@ -64,6 +100,10 @@ class ScheduleCallback(pl.Callback):
     ``best-of-last.ckpt`` is a hard link (no bytes written) to the ``best.ckpt`` that
     ``last.ckpt`` knows of: a run resumed from ``last.ckpt`` after a kill puts it back, so that
     the best model and the schedule's record of it always agree.
+
+    Its state in ``last.ckpt`` is every rank's random number generators at the write
+    (:meth:`state_dict`); a resumed run puts them back when training starts, after the loaders
+    are made, where the uninterrupted run went on from the same state.
 
     Args:
         checkpoint_dir: where the checkpoints go.
@@ -92,6 +132,7 @@ class ScheduleCallback(pl.Callback):
         self.evaluations = 0
         self.last_step = -1
         self.stop_reason = ""
+        self.saved_rng: list[dict[str, Any]] | None = None  # per rank, from last.ckpt
 
     @property
     def best_path(self) -> Path:
@@ -120,10 +161,38 @@ class ScheduleCallback(pl.Callback):
             self.last_step = trainer.global_step
         log.debug("wrote %s (%d bytes)", path, size)
 
+    def state_dict(self) -> dict[str, Any]:
+        """``{"rng": [rng_states() of rank 0, rank 1, ...]}``; every rank calls it (Lightning
+        builds the checkpoint on every rank; rank 0 writes it), so it gathers collectively."""
+        mine = rng_states()
+        rank, world = _world()
+        states: list[Any] = [mine]
+        if world > 1:
+            states = [None] * world
+            torch.distributed.all_gather_object(states, mine)
+        return {"rng": states}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.saved_rng = state_dict["rng"]
+
+    def _restore_rng(self) -> None:
+        rank, world = _world()
+        if self.saved_rng is None:
+            log.warning("last.ckpt holds no random number generator states (written by an "
+                        "earlier bockparse): the resumed run draws other dropout masks and "
+                        "batches than an uninterrupted run would")  # fmt: skip
+        elif len(self.saved_rng) != world:
+            log.warning("last.ckpt was written by %d processes, this run has %d: the generators "
+                        "start from the seed, not bit for bit", len(self.saved_rng), world)  # fmt: skip
+        else:
+            set_rng_states(self.saved_rng[rank])
+        self.saved_rng = None
+
     def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         self.last_written = time.monotonic()
         if trainer.ckpt_path is None:
             return
+        self._restore_rng()
         self.last_step = trainer.global_step  # what last.ckpt holds: not written again at the end
         if not self.best_of_last_path.exists():
             return
