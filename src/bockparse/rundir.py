@@ -47,6 +47,10 @@ LAST = Path(CHECKPOINTS) / "last.ckpt"
 BEST_OF_LAST = Path(CHECKPOINTS) / "best-of-last.ckpt"  # the best.ckpt that last.ckpt knows of
 PREDICTIONS = "predictions"
 LOCK = "train.lock"
+# train.log's record of a resume: "resuming from <last.ckpt> at update K", then, when the run
+# continues exactly as an uninterrupted one would, a line starting "resumed bit for bit".
+RESUMING = "resuming from"
+RESUMED_EXACTLY = "resumed bit for bit"
 
 
 def predictions(run_dir: str | os.PathLike, stage: str) -> Path:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..rundir import CONFIG as CONFIG_FILE
 from ..rundir import HYDRA as HYDRA_FILE
 from ..rundir import METRICS as METRICS_FILE
-from ..rundir import current_keys, current_name
+from ..rundir import RESUMED_EXACTLY, RESUMING, TRAIN_LOG, current_keys, current_name
 from ..rundir import predictions as predictions_path
 
 DEV_KEY = "val/las"
@@ -259,6 +260,37 @@ class Plateau:
     last_step: int
     evaluations: int
     after_best: int
+
+
+@dataclass(frozen=True)
+class Resume:
+    """One resume of a run from its ``last.ckpt``.
+
+    Attributes:
+        update: the update it continued from; ``None`` where an earlier bockparse did not log it.
+        bit_exact: whether it continued exactly as the uninterrupted run would (the generators
+            and the epoch's place restored).
+    """
+
+    update: int | None
+    bit_exact: bool
+
+
+_RESUMED_AT = re.compile(rf"{RESUMING} \S+(?: at update (\d+))?")
+
+
+def resumes(run_dir: str | Path) -> list[Resume]:
+    """Every resume recorded in the run's ``train.log``, in order (empty without a log)."""
+    path = Path(run_dir) / TRAIN_LOG
+    if not path.is_file():
+        return []
+    found: list[tuple[int | None, bool]] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if match := _RESUMED_AT.search(line):
+            found.append((int(match[1]) if match[1] else None, False))
+        elif RESUMED_EXACTLY in line and found:
+            found[-1] = (found[-1][0], True)
+    return [Resume(update, exact) for update, exact in found]
 
 
 def plateau(run: Run) -> Plateau | None:

@@ -33,7 +33,7 @@ from .rows import (
     row_label,
     row_order,
 )
-from .runs import Discovery, Run, discover, metric, plateau
+from .runs import Discovery, Run, discover, metric, plateau, resumes
 from .stats import PairedTest, bootstrap_interval, holm, paired_test, verdict
 
 PAIRED = ("hinge-bock", "hinge-cle")  # the paired difference is first minus second
@@ -470,6 +470,18 @@ def plateau_text(run: Run) -> str:
             f"after it (last {p.last_step}): {reading}")  # fmt: skip
 
 
+def resumes_text(run: Run) -> str:
+    """``; resumed at update 2700, bit for bit`` for each resume in the run's log (``;
+    resumed, not bit for bit`` where the log does not give the update); empty for a run
+    trained in one go."""
+    return "".join(
+        "; resumed"
+        + ("" if r.update is None else f" at update {r.update}")
+        + (", bit for bit" if r.bit_exact else ", not bit for bit")
+        for r in resumes(run.path)
+    )
+
+
 def runs_markdown(groups: Sequence[Group]) -> str:
     """Finished, missing, failed and duplicate runs per treebank, and where each finished run's
     best development LAS lies on its curve (:func:`plateau_text`)."""
@@ -486,7 +498,7 @@ def runs_markdown(groups: Sequence[Group]) -> str:
             what = f"{_row_text(row_key(run, g.layout) or '?')} seed {run.seed}"
             precision = (run.metrics or {}).get("precision")
             what += f" ({precision})" if precision else ""
-            lines.append(f"  - {what}: {plateau_text(run)}")
+            lines.append(f"  - {what}: {plateau_text(run)}{resumes_text(run)}")
         for key, seed in g.missing:
             lines.append(f"  - missing: {_row_text(key)} seed {seed} (no run folder)")
         for run in g.failed:

@@ -28,7 +28,7 @@ import torch
 
 from ..metrics import metric_key
 from ..modelfile import load_tensors
-from ..rundir import BEST, BEST_OF_LAST, LAST, atomic_path
+from ..rundir import BEST, BEST_OF_LAST, LAST, RESUMED_EXACTLY, atomic_path
 
 log = logging.getLogger("bockparse.training.schedule")  # the schedule's decisions, one log
 
@@ -65,7 +65,8 @@ def rng_states() -> dict[str, Any]:
     """This process's random number generators as tensors and plain values (checkpoints are
     read with ``weights_only``): torch's CPU and CUDA ones (dropout, word dropout), numpy's and
     Python's global ones."""
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    # numpy's legacy global generator: bockparse draws none, a library or an extension may
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()  # noqa: NPY002
     return {
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
@@ -80,7 +81,7 @@ def set_rng_states(states: dict[str, Any]) -> None:
     if states["cuda"]:
         torch.cuda.set_rng_state_all(states["cuda"])
     kind, keys, pos, has_gauss, gauss = states["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))  # noqa: NPY002
     random.setstate(states["python"])
 
 
@@ -165,7 +166,7 @@ class ScheduleCallback(pl.Callback):
         """``{"rng": [rng_states() of rank 0, rank 1, ...]}``; every rank calls it (Lightning
         builds the checkpoint on every rank; rank 0 writes it), so it gathers collectively."""
         mine = rng_states()
-        rank, world = _world()
+        _, world = _world()
         states: list[Any] = [mine]
         if world > 1:
             states = [None] * world
@@ -178,14 +179,16 @@ class ScheduleCallback(pl.Callback):
     def _restore_rng(self) -> None:
         rank, world = _world()
         if self.saved_rng is None:
-            log.warning("last.ckpt holds no random number generator states (written by an "
-                        "earlier bockparse): the resumed run draws other dropout masks and "
-                        "batches than an uninterrupted run would")  # fmt: skip
+            log.warning("resumed, not bit for bit: last.ckpt holds no random number generator "
+                        "states (an earlier bockparse wrote it), so the run draws other dropout "
+                        "masks and batches than an uninterrupted run")  # fmt: skip
         elif len(self.saved_rng) != world:
-            log.warning("last.ckpt was written by %d processes, this run has %d: the generators "
-                        "start from the seed, not bit for bit", len(self.saved_rng), world)  # fmt: skip
+            log.warning("resumed, not bit for bit: last.ckpt was written by %d processes, this "
+                        "run has %d", len(self.saved_rng), world)  # fmt: skip
         else:
             set_rng_states(self.saved_rng[rank])
+            log.info("%s: every process's random number generators and the training loader's "
+                     "place in its epoch restored", RESUMED_EXACTLY)  # fmt: skip
         self.saved_rng = None
 
     def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:

@@ -332,7 +332,7 @@ def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     precision_reason = resolve_run_precision(cfg, saved)
     log_choices(cfg, run_dir)
     if resume is not None:
-        log.info("resuming from %s", resume)
+        log.info("%s %s at update %d", rundir.RESUMING, resume, resumed_step)
     if cfg.torch_threads is not None:  # a fixed count: CPU kernels' reductions depend on it
         torch.set_num_threads(cfg.torch_threads)
     pl.seed_everything(cfg.seed, workers=True)

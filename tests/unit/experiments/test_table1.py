@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bockparse.experiments.runs import Plateau, discover, plateau
+from bockparse.experiments.runs import Plateau, Resume, discover, plateau, resumes
 from bockparse.experiments.table import (
     PAPER_MEANS,
     aggregate,
@@ -22,6 +22,7 @@ from bockparse.experiments.table import (
     table1_markdown,
     write_csv,
 )
+from bockparse.rundir import RESUMED_EXACTLY, RESUMING, TRAIN_LOG
 
 SAMPLE_TEST = (
     Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample" / "en_ewt-ud-test.conllu"
@@ -301,3 +302,38 @@ def test_each_run_says_whether_its_best_dev_came_before_the_end(make_run, tmp_pa
     assert "hinge-bock seed 1111 (32-true): best dev at update 400, 1 of 5" in printed
     assert "(last 500): still rising" in printed
     assert "local-ce-cle seed 1111: no development curve or best update recorded" in printed
+
+
+def test_each_run_says_where_it_was_resumed_and_whether_bit_for_bit(make_run, tmp_path, capsys):
+    """The run list reads every resume off the run's train.log: the update, and whether the
+    run continued bit for bit (an earlier bockparse logged neither)."""
+    log = "[t][bockparse.training.train][INFO] - {} {}/checkpoints/last.ckpt{}"
+    exact = "[t][bockparse.training.schedule][INFO] - {}: every process's generators restored"
+    runs = {c: make_run("table1-ptb", c, 1111, (90.0, 88.0, 40.0))
+            for c in ("hinge-cle", "hinge-bock", "local-ce-cle")}  # fmt: skip
+    (runs["hinge-cle"] / TRAIN_LOG).write_text(
+        "\n".join(
+            [
+                log.format(RESUMING, runs["hinge-cle"], " at update 200"),
+                exact.format(RESUMED_EXACTLY),
+                "[t][x][INFO] - update 300: dev LAS 86.00",
+                log.format(RESUMING, runs["hinge-cle"], " at update 300"),
+                "[t][bockparse.training.schedule][WARNING] - resumed, not bit for bit: ...",
+            ]
+        )
+        + "\n"
+    )
+    (runs["hinge-bock"] / TRAIN_LOG).write_text(log.format(RESUMING, runs["hinge-bock"], ""))
+    (runs["local-ce-cle"] / TRAIN_LOG).write_text("[t][x][INFO] - update 100: dev LAS 80.00\n")
+    assert resumes(runs["hinge-cle"]) == [Resume(200, True), Resume(300, False)]
+    assert resumes(runs["hinge-bock"]) == [Resume(None, False)]
+    assert resumes(runs["local-ce-cle"]) == []
+    assert main([str(tmp_path), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert ("recorded; resumed at update 200, bit for bit; resumed at update 300, not bit for "
+            "bit\n") in printed  # fmt: skip
+    assert (
+        "hinge-bock seed 1111: no development curve or best update recorded; resumed, not "
+        "bit for bit\n" in printed
+    )
+    assert "local-ce-cle seed 1111: no development curve or best update recorded\n" in printed
