@@ -1,7 +1,7 @@
 """Lightning DDP on the CPU (two gloo processes) on the smoke experiment: the run completes,
 its evaluation equals a one-process evaluation of the same checkpoint file for file, every test
 sentence is predicted once and scored as the CoNLL 2018 evaluator scores the file; a run killed
-with SIGKILL resumes."""
+with SIGKILL resumes, bit for bit."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from hydra.utils import instantiate
 
 from bockparse.data import read_conllu
 from bockparse.metrics import evaluate_files
+from bockparse.rundir import RESUMED_EXACTLY
 from bockparse.training.predictions import PredictionWriter
 from bockparse.training.train import CONF_DIR, CONFIG_KEY, build, evaluate
 
@@ -116,5 +117,17 @@ def test_a_killed_ddp_run_resumes(tmp_path):
     for rank_log in ("train.log", "train_ddp_process_1.log"):  # every rank switched and reloaded
         assert any(line.startswith("update 12: stage 2") and "reloaded the best model" in line
                    for line in schedule_lines(tmp_path / rank_log))  # fmt: skip
-    assert torch.load(last, map_location="cpu", weights_only=False)["global_step"] == 24
+    final = torch.load(last, map_location="cpu", weights_only=True)
+    assert final["global_step"] == 24
     assert json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))["best_step"] >= 3
+    # bit for bit: each rank got its own generators back, and the run ends where one that was
+    # never killed ends
+    for rank_log in ("train.log", "train_ddp_process_1.log"):
+        assert any(line.startswith(RESUMED_EXACTLY) for line in schedule_lines(tmp_path / rank_log))
+    once = tmp_path / "once"
+    proc = train(once, *DDP, *budget, "condition=local-ce")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    whole = torch.load(once / "checkpoints/last.ckpt", map_location="cpu", weights_only=True)
+    assert whole["state_dict"].keys() == final["state_dict"].keys()
+    for name, tensor in whole["state_dict"].items():
+        assert torch.equal(tensor, final["state_dict"][name]), name

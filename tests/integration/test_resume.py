@@ -152,7 +152,8 @@ def test_a_resumed_run_continues_bit_for_bit(tmp_path, uninterrupted, where):
     assert 2 < epoch < 8, "the settings must put an epoch boundary inside the 8 updates"
     k = epoch if where == "at the end of an epoch" else epoch - 2
     run(composed(*BIT_EXACT, f"optim.max_steps={k}"), tmp_path)
-    assert torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=True)["global_step"] == k
+    first = torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=True)
+    assert first["global_step"] == k
     (tmp_path / "metrics.json").unlink()  # as if stopped by a kill after last.ckpt
     run(composed(*BIT_EXACT, "resume=true"), tmp_path)
     expected = trace_rows(whole)
@@ -163,3 +164,5 @@ def test_a_resumed_run_continues_bit_for_bit(tmp_path, uninterrupted, where):
     resumed, once = (json.loads((d / "metrics.json").read_text()) for d in (tmp_path, whole))
     for key in ("val/las", "test/las", "best_step"):
         assert resumed[key] == once[key]
+    # the training time counts the process before the resume, up to its last.ckpt
+    assert resumed["train_seconds"] > first["callbacks"]["RunClock"]["fit_seconds"] > 0

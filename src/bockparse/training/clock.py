@@ -40,16 +40,30 @@ class RunClock(pl.Callback):
             and model building).
         updates, evaluations: wall seconds summed over the updates / evaluations of ``fit``.
         n_updates, n_evaluations: how many were timed (a resumed run counts its own only).
+        resumed_seconds: wall seconds of ``fit`` in the processes before a resume, up to the
+            ``last.ckpt`` it resumed from (the clock's state in every ``last.ckpt``).
     """
 
     def __init__(self) -> None:
         self.fit_start = 0.0
         self.updates = self.evaluations = 0.0
         self.n_updates = self.n_evaluations = 0
-        self._began = 0.0
+        self.resumed_seconds = 0.0
+        self._began = self._fit_began = 0.0
+
+    def fit_seconds(self) -> float:
+        """Wall seconds of ``fit`` so far, over every process of a resumed run."""
+        return self.resumed_seconds + time.perf_counter() - self._fit_began
+
+    def state_dict(self) -> dict[str, float]:
+        return {"fit_seconds": self.fit_seconds()}
+
+    def load_state_dict(self, state_dict: dict[str, float]) -> None:
+        self.resumed_seconds = state_dict["fit_seconds"]
 
     def on_fit_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         self.fit_start = process_seconds()
+        self._fit_began = time.perf_counter()
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
         self._began = time.perf_counter()

@@ -357,7 +357,8 @@ def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
                           environment(cfg.trainer.precision, precision_reason))  # fmt: skip
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
-    train_seconds = time.perf_counter() - start
+    fit_seconds = time.perf_counter() - start
+    train_seconds = clock.resumed_seconds + fit_seconds  # a resumed run: its earlier processes too
     log.info("training ended at update %d after %.1f s: %s", trainer.global_step, train_seconds,
              callback.stop_reason or f"max_steps={cfg.optim.max_steps} reached")  # fmt: skip
     best_step = module.schedule.best_step
@@ -366,7 +367,7 @@ def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     log.info("checkpoints: best.ckpt %d× (%.1f MB), last.ckpt %d× (%.1f MB) over %d evaluations, "
              "%.1f s (%.1f %% of training)", writes["best"], written["best"] / 1e6, writes["last"],
              written["last"] / 1e6, callback.evaluations, callback.write_seconds,
-             100 * callback.write_seconds / max(train_seconds, 1e-9))  # fmt: skip
+             100 * callback.write_seconds / max(fit_seconds, 1e-9))  # fmt: skip
     log.info("evaluating best.ckpt (update %d) on dev and test", best_step)
     start = time.perf_counter()
     result: dict[str, Any] = evaluate(trainer, module, datamodule, writer, callback.best_path,
