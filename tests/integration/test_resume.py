@@ -121,7 +121,7 @@ def test_the_command_line_exits_0_when_finished_and_1_on_a_damaged_checkpoint(tm
 
 # -- a resumed run continues bit for bit ------------------------------------------------------
 
-# Big batches make short epochs (the sample's train set holds 40,220 words: 5 batches), so
+# Big batches make short epochs (the sample's train set, 40,220 words, packs into 4), so
 # that 8 updates cross an epoch boundary; dropout and word dropout draw at every update.
 BIT_EXACT = ("optim.max_steps=8", "optim.eval_every=1", "data.batch_size=10000",
              "optim.last_checkpoint.every_evaluations=1", "torch_threads=1", "trace.enabled=true",

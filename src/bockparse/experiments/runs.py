@@ -284,13 +284,13 @@ def resumes(run_dir: str | Path) -> list[Resume]:
     path = Path(run_dir) / TRAIN_LOG
     if not path.is_file():
         return []
-    found: list[tuple[int | None, bool]] = []
+    found: list[Resume] = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if match := _RESUMED_AT.search(line):
-            found.append((int(match[1]) if match[1] else None, False))
+            found.append(Resume(int(match[1]) if match[1] else None, bit_exact=False))
         elif RESUMED_EXACTLY in line and found:
-            found[-1] = (found[-1][0], True)
-    return [Resume(update, exact) for update, exact in found]
+            found[-1] = Resume(found[-1].update, bit_exact=True)
+    return found
 
 
 def plateau(run: Run) -> Plateau | None:
