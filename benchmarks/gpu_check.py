@@ -107,29 +107,40 @@ def report(measurements: list[Measurement], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def measure(precision: str, args: argparse.Namespace, work: Path) -> Measurement:
+def measure(
+    precision: str, args: argparse.Namespace, work: Path, accelerator: str = "gpu"
+) -> Measurement:
+    """Train, time and evaluate one precision on ``accelerator``, then evaluate the best
+    checkpoint again on the CPU in ``32-true``.
+
+    ``accelerator="cpu"`` runs the same steps without CUDA (no synchronisation, no memory
+    peak): the tests run the whole check that way on the smoke configuration.
+    """
     import lightning.pytorch as pl
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    from bockparse.training.schedule import ScheduleCallback
+    from bockparse.training.checkpoints import ScheduleCallback
+    from bockparse.training.predictions import PredictionWriter
     from bockparse.training.train import CONF_DIR, build, evaluate
 
+    cuda = accelerator == "gpu"
+    synchronize = torch.cuda.synchronize if cuda else (lambda: None)
     m = Measurement(precision)
 
     class StepTimer(pl.Callback):
         def on_train_batch_start(self, trainer, module, batch, batch_idx):
-            torch.cuda.synchronize()
+            synchronize()
             self.start, self.decode = time.perf_counter(), module.decode_seconds
 
         def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
-            torch.cuda.synchronize()
+            synchronize()
             if trainer.global_step > args.warmup:
                 m.step_seconds.append(time.perf_counter() - self.start)
                 m.step_words.append(int(batch.lengths.sum()))
                 m.decode_seconds.append(module.decode_seconds - self.decode)
 
-    overrides = ["trainer=gpu", f"trainer.precision={precision}",
+    overrides = [f"trainer={accelerator}", f"trainer.precision={precision}",
                  f"optim.max_steps={args.steps}", f"optim.eval_every={args.steps}",
                  "logger.wandb.enabled=false", "logger.csv=false",
                  "trainer.enable_progress_bar=false", *args.overrides]  # fmt: skip
@@ -139,19 +150,23 @@ def measure(precision: str, args: argparse.Namespace, work: Path) -> Measurement
     pl.seed_everything(cfg.seed, workers=True)
     datamodule, module = build(cfg)
     schedule = ScheduleCallback(run_dir / "checkpoints", **cfg.optim.last_checkpoint)
-    trainer = instantiate(cfg.trainer, logger=False, callbacks=[schedule, StepTimer()],
+    writer = PredictionWriter()
+    trainer = instantiate(cfg.trainer, logger=False, callbacks=[schedule, writer, StepTimer()],
                           default_root_dir=str(run_dir))  # fmt: skip
-    torch.cuda.reset_peak_memory_stats()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     trainer.fit(module, datamodule=datamodule)
-    m.peak_memory = torch.cuda.max_memory_allocated()
-    torch.cuda.synchronize()
+    m.peak_memory = torch.cuda.max_memory_allocated() if cuda else 0
+    synchronize()
     start = time.perf_counter()
-    m.gpu = evaluate(trainer, module, datamodule, schedule.best_path, run_dir / "gpu")
+    m.gpu = evaluate(trainer, module, datamodule, writer, schedule.best_path, run_dir / "gpu")
     m.eval_seconds = time.perf_counter() - start
     m.eval_sentences = len(datamodule.dataset("val")) + len(datamodule.dataset("test"))
+    cpu_writer = PredictionWriter()
     cpu_trainer = instantiate(cfg.trainer, accelerator="cpu", precision="32-true", logger=False,
-                              default_root_dir=str(run_dir))  # fmt: skip
-    m.cpu = evaluate(cpu_trainer, module, datamodule, schedule.best_path, run_dir / "cpu")
+                              callbacks=[cpu_writer], default_root_dir=str(run_dir))  # fmt: skip
+    m.cpu = evaluate(cpu_trainer, module, datamodule, cpu_writer, schedule.best_path,
+                     run_dir / "cpu")  # fmt: skip
     m.same_files = all(
         (run_dir / "gpu" / name).read_bytes() == (run_dir / "cpu" / name).read_bytes()
         for name in ("predictions/val.conllu", "predictions/test.conllu")

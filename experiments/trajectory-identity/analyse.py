@@ -34,6 +34,12 @@ PAIRS = [
         "local-ce-2threads-rerun",
     ),
     ("item 6: local CE, 1 thread vs 2 threads", "local-ce-rerun", "local-ce-2threads"),
+    (
+        "item 6: local CE rerun, non-deterministic, 1 thread",
+        "local-ce-nondet-1thread",
+        "local-ce-nondet-1thread-rerun",
+    ),
+    ("item 6: local CE, deterministic vs not, 1 thread", "local-ce", "local-ce-nondet-1thread"),
 ]
 HINGE = ["hinge-cle", "hinge-bock", "hinge-cle-canonical", "hinge-bock-canonical",
          "hinge-cle-randinit", "hinge-bock-randinit"]  # fmt: skip

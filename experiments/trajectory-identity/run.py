@@ -1,8 +1,9 @@
 """Driver of the trajectory-identity study (issue 16): trains every run the README reports, with
-the per-update trace on, in the deterministic CPU configuration, copies each run's small
-artifacts (trace.csv, metrics.json, train.log, .hydra/config.yaml and overrides.yaml; never
-checkpoints) to runs/<setting>/<run>/seed<seed>/ here, then regenerates the tables and the plot
-(analyse.py). Runs whose artifacts are already here are skipped (--force reruns them).
+the per-update trace on, in the deterministic CPU configuration (setting gsd-gpu: on a CUDA
+GPU), copies each run's small artifacts (trace.csv, metrics.json, train.log, .hydra/config.yaml
+and overrides.yaml; never checkpoints) to runs/<setting>/<run>/seed<seed>/ here, then
+regenerates the tables and the plot (analyse.py). Runs whose artifacts are already here are
+skipped (--force reruns them).
 
     export BOCKPARSE_DATA=/path/to/treebanks   # the folder holding ud-chinese-gsd/
     python experiments/trajectory-identity/run.py            # everything, in this order
@@ -37,6 +38,14 @@ SETTINGS = {
     "gsd": ["experiment=ablation-ud-gsd", "optim.max_steps=40", "optim.eval_every=20"],
     "ewt-minilm": ["experiment=ewt-sample-cpu", "optim.max_steps=20", "optim.eval_every=10"],
     "gsd-long": ["experiment=ablation-ud-gsd", "optim.max_steps=200", "optim.eval_every=50"],
+    # Issue 29 item 6 on a GPU (a lent one; fp32, so that only the kernels differ from "gsd").
+    "gsd-gpu": [
+        "experiment=ablation-ud-gsd",
+        "optim.max_steps=40",
+        "optim.eval_every=20",
+        "trainer=gpu",
+        "trainer.precision=32-true",
+    ],
 }
 RANDOM_INIT = "model.biaffine_init_std=0.01"
 NONDETERMINISTIC = ["trainer.deterministic=false", "torch_threads=2"]
@@ -67,6 +76,9 @@ RUNS_OF = {
     # ... and deterministic algorithms on two threads: which of the two makes runs part
     "local-ce-2threads": ["condition=local-ce", "torch_threads=2"],
     "local-ce-2threads-rerun": ["condition=local-ce", "torch_threads=2"],
+    # ... and, on a GPU, non-deterministic kernels alone (one CPU thread, as in every other run)
+    "local-ce-nondet-1thread": ["condition=local-ce", "trainer.deterministic=false"],
+    "local-ce-nondet-1thread-rerun": ["condition=local-ce", "trainer.deterministic=false"],
 }
 # The plan, in the order it runs (what matters most first): (setting, runs, seeds).
 PLAN = [
@@ -84,6 +96,8 @@ PLAN = [
              "local-ce-2threads-rerun"], [1111]),
     ("ewt-minilm", ["local-ce", "local-ce-rerun", "local-ce-nondet", "local-ce-nondet-rerun"],
      [1111]),
+    ("gsd-gpu", ["local-ce", "local-ce-rerun", "local-ce-nondet-1thread",
+                 "local-ce-nondet-1thread-rerun", "hinge-cle", "hinge-bock"], [1111]),
 ]  # fmt: skip
 KEEP = ["trace.csv", "metrics.json", "train.log", ".hydra/config.yaml", ".hydra/overrides.yaml"]
 

@@ -68,3 +68,15 @@ def test_the_gpu_check_passes_on_a_gpu(tmp_path):
     out = tmp_path / "gpu_check.md"
     assert gpu_check.main(["--steps", "20", "--output", str(out)]) == 0
     assert "| 32-true |" in out.read_text(encoding="utf-8")
+
+
+def test_the_whole_check_runs_without_cuda(tmp_path):
+    """Every step of a precision's check (build, train, time, evaluate on the accelerator and
+    again on the CPU, compare the files) on the smoke configuration, with ``accelerator="cpu"``:
+    a renamed training helper fails here rather than on the next lent GPU."""
+    args = gpu_check.parse_args(["--steps", "3", "--warmup", "1", "--", "experiment=smoke"])
+    m = gpu_check.measure("32-true", args, tmp_path, accelerator="cpu")
+    assert len(m.step_seconds) == len(m.step_words) == len(m.decode_seconds) == 2
+    assert all(words > 0 for words in m.step_words) and m.peak_memory == 0
+    assert set(m.gpu) == set(gpu_check.KEYS) and m.gpu == m.cpu and m.same_files
+    assert gpu_check.passed(m)
