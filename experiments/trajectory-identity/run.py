@@ -48,7 +48,8 @@ SETTINGS = {
     ],
 }
 RANDOM_INIT = "model.biaffine_init_std=0.01"
-NONDETERMINISTIC = ["trainer.deterministic=false", "torch_threads=2"]
+NONDETERMINISTIC_KERNELS = "trainer.deterministic=false"
+NONDETERMINISTIC = [NONDETERMINISTIC_KERNELS, "torch_threads=2"]
 # Runs: name -> overrides. The shadow oracle of a hinge run is the other decoder of its pair.
 RUNS_OF = {
     "local-ce": ["condition=local-ce"],
@@ -77,8 +78,8 @@ RUNS_OF = {
     "local-ce-2threads": ["condition=local-ce", "torch_threads=2"],
     "local-ce-2threads-rerun": ["condition=local-ce", "torch_threads=2"],
     # ... and, on a GPU, non-deterministic kernels alone (one CPU thread, as in every other run)
-    "local-ce-nondet-1thread": ["condition=local-ce", "trainer.deterministic=false"],
-    "local-ce-nondet-1thread-rerun": ["condition=local-ce", "trainer.deterministic=false"],
+    "local-ce-nondet-1thread": ["condition=local-ce", NONDETERMINISTIC_KERNELS],
+    "local-ce-nondet-1thread-rerun": ["condition=local-ce", NONDETERMINISTIC_KERNELS],
 }
 # The plan, in the order it runs (what matters most first): (setting, runs, seeds).
 PLAN = [
