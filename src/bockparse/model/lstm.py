@@ -19,6 +19,14 @@ Under autocast the LSTM runs in the autocast dtype only where a primitive for it
 (:func:`bockparse.hardware.lstm_autocast_ok`: bf16 on a CPU with native bf16, CUDA); elsewhere
 (an AVX2-only CPU, where oneDNN has no bf16 LSTM and would fail) it runs in float32 with
 autocast off, and returns float32.
+
+On a GPU, cuDNN takes a call's weights in place only when they fill one buffer of their own;
+``nn.LSTM`` keeps all its layers and directions in one buffer, so :func:`bilstm` first gives
+each layer and direction a buffer of its own (:func:`flatten_directions`), as
+``nn.LSTM.flatten_parameters`` does for the whole module. Without that cuDNN warns ("not part
+of single contiguous chunk of memory") and copies the weights at every call: 11 % of the word
+BiLSTM's forward + backward and 17 % of the character BiLSTM's in fp32 on an H200, and 5 % of
+the Table 1 GSD parser's peak memory (``benchmarks/results/lstm_weights.md``).
 """
 
 from __future__ import annotations
@@ -50,6 +58,46 @@ def _gather_steps(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return x.gather(1, index[..., None].expand(-1, -1, x.shape[-1]))
 
 
+WEIGHTS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+CUDNN_LSTM = 2  # cuDNN's mode number of the LSTM (torch.backends.cudnn.rnn.get_cudnn_mode)
+
+
+def direction_weights(lstm: nn.LSTM, layer: int, suffix: str) -> list[nn.Parameter]:
+    """The four weights of one layer and direction (``suffix`` ``""`` or ``"_reverse"``)."""
+    return [getattr(lstm, f"{name}_l{layer}{suffix}") for name in WEIGHTS]
+
+
+def flatten_directions(lstm: nn.LSTM) -> None:
+    """Put each layer and direction's weights of a CUDA ``lstm`` in one buffer of their own.
+
+    The parameters stay the same objects with the same values; only their storage changes
+    (``torch._cudnn_rnn_flatten_weight``, the call behind ``nn.LSTM.flatten_parameters``), so
+    optimisers, DDP and state dicts are unaffected. Does nothing where the weights already are
+    so, and nothing unless cuDNN would run them (a GPU, cuDNN enabled, float weights); runs
+    again after anything (``.to()``, ``flatten_parameters()``) regroups them.
+    """
+    first = lstm.weight_ih_l0
+    if not (first.is_cuda and torch._use_cudnn_rnn_flatten_weight()):
+        return
+    if not torch.backends.cudnn.is_acceptable(first):
+        return
+    for layer in range(lstm.num_layers):
+        for suffix in ("", "_reverse"):
+            weights = direction_weights(lstm, layer, suffix)
+            storage = weights[0].untyped_storage()
+            if (
+                weights[0].data_ptr() == storage.data_ptr()
+                and all(w.untyped_storage().data_ptr() == storage.data_ptr() for w in weights)
+                and storage.nbytes() == sum(w.numel() * w.element_size() for w in weights)
+            ):
+                continue
+            with torch.cuda.device_of(first), torch.no_grad():
+                torch._cudnn_rnn_flatten_weight(
+                    weights, len(WEIGHTS), weights[0].shape[1], CUDNN_LSTM,
+                    lstm.hidden_size, 0, 1, True, False,
+                )  # fmt: skip
+
+
 def bilstm(
     lstm: nn.LSTM, x: torch.Tensor, lengths: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -71,6 +119,7 @@ def bilstm(
     """
     if not (lstm.bidirectional and lstm.batch_first and lstm.bias and lstm.proj_size == 0):
         raise ValueError("bilstm needs a bidirectional batch-first nn.LSTM with biases")
+    flatten_directions(lstm)
     device_type = x.device.type
     if not lstm_autocast_ok(device_type):
         with torch.autocast(device_type, enabled=False):
@@ -94,10 +143,7 @@ def _bilstm(
             inputs = F.dropout(inputs, lstm.dropout, lstm.training)
         directions = []
         for suffix, seq in (("", inputs), ("_reverse", _gather_steps(inputs, reverse))):
-            weights = [
-                getattr(lstm, f"{name}_l{layer}{suffix}")
-                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
-            ]
+            weights = direction_weights(lstm, layer, suffix)
             # train=grad enabled: oneDNN keeps its backward workspace only in training mode.
             out, _, _ = torch.lstm(seq, (zeros, zeros), weights, True, 1, 0.0, train, False, True)
             directions.append(out)  # [B, T, H], in its own time order

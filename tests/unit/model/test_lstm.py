@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+import warnings
+
 import pytest
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from bockparse.data.vocab import PAD_INDEX
-from bockparse.model.lstm import bilstm, reverse_index
+from bockparse.model.lstm import _bilstm, bilstm, direction_weights, reverse_index
 
 TOL = dict(rtol=1e-5, atol=1e-6)
 
@@ -79,6 +82,52 @@ def test_dropout_between_layers_in_training_only():
 def test_bilstm_rejects_other_lstms():
     with pytest.raises(ValueError, match="bidirectional"):
         bilstm(nn.LSTM(3, 4, batch_first=True), torch.zeros(1, 2, 3), torch.tensor([2]))
+
+
+def directions(lstm: nn.LSTM) -> list[list[nn.Parameter]]:
+    return [direction_weights(lstm, k, s) for k in range(lstm.num_layers) for s in ("", "_reverse")]
+
+
+def test_cpu_weights_keep_their_storage():
+    lstm = nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True)
+    before = [w.data_ptr() for d in directions(lstm) for w in d]
+    bilstm(lstm, torch.randn(2, 5, 3), torch.tensor([5, 3]))
+    assert [w.data_ptr() for d in directions(lstm) for w in d] == before
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_each_direction_gets_a_buffer_of_its_own():
+    """cuDNN takes the weights in place (no warning), the parameters stay the same objects with
+    the same values, a second call moves nothing, and the results equal those on ``nn.LSTM``'s
+    single buffer, which cuDNN copies at every call."""
+    torch.manual_seed(0)
+    lstm = nn.LSTM(7, 5, num_layers=3, batch_first=True, bidirectional=True).cuda()
+    reference = copy.deepcopy(lstm)
+    params = [w for d in directions(lstm) for w in d]
+    values = [w.detach().clone() for w in params]
+    x = torch.randn(4, 9, 7, device="cuda")
+    lengths = torch.tensor([9, 1, 4, 6], device="cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, final = bilstm(lstm, x, lengths)
+    for weights in directions(lstm):
+        storage = weights[0].untyped_storage()
+        assert weights[0].data_ptr() == storage.data_ptr()
+        assert storage.nbytes() == sum(w.numel() * w.element_size() for w in weights)
+    assert all(
+        a is b for a, b in zip([w for d in directions(lstm) for w in d], params, strict=True)
+    )
+    assert all(torch.equal(w, v) for w, v in zip(params, values, strict=True))
+    placed = [w.data_ptr() for w in params]
+    bilstm(lstm, x, lengths)
+    assert [w.data_ptr() for w in params] == placed
+    ref_out, ref_final = _bilstm(reference, x, lengths)
+    assert torch.equal(out, ref_out) and torch.equal(final, ref_final)
+    grads = torch.autograd.grad(out.sum() + final.sum(), params)
+    ref_grads = torch.autograd.grad(
+        ref_out.sum() + ref_final.sum(), [w for d in directions(reference) for w in d]
+    )
+    assert all(torch.equal(a, b) for a, b in zip(grads, ref_grads, strict=True))
 
 
 def packed_characters(model, chars: torch.Tensor) -> torch.Tensor:
