@@ -1,4 +1,4 @@
-"""``benchmarks/lstm_weights.py`` on the CPU: its flat copy and its report."""
+"""``benchmarks/lstm_weights.py`` on the CPU: both ways equal, and the report."""
 
 from __future__ import annotations
 
