@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bockparse.model.lstm import _bilstm, bilstm, direction_weights
+from bockparse.model.lstm import _bilstm, bilstm, directions
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -60,12 +60,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def parameters(lstm: nn.LSTM) -> list[torch.Tensor]:
     """Every layer and direction's weights, in ``_bilstm``'s order."""
-    return [
-        w
-        for layer in range(lstm.num_layers)
-        for suffix in ("", "_reverse")
-        for w in direction_weights(lstm, layer, suffix)
-    ]
+    return [w for weights in directions(lstm) for w in weights]
 
 
 def step(run, lstm: nn.LSTM, x: torch.Tensor, lengths: torch.Tensor, precision: str):

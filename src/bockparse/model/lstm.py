@@ -67,6 +67,16 @@ def direction_weights(lstm: nn.LSTM, layer: int, suffix: str) -> list[nn.Paramet
     return [getattr(lstm, f"{name}_l{layer}{suffix}") for name in WEIGHTS]
 
 
+def directions(lstm: nn.LSTM) -> list[list[nn.Parameter]]:
+    """Every layer and direction's four weights, in :func:`bilstm`'s order (layer, then
+    forward before reverse)."""
+    return [
+        direction_weights(lstm, layer, suffix)
+        for layer in range(lstm.num_layers)
+        for suffix in ("", "_reverse")
+    ]
+
+
 def flatten_directions(lstm: nn.LSTM) -> None:
     """Put each layer and direction's weights of a CUDA ``lstm`` in one buffer of their own.
 
@@ -77,25 +87,25 @@ def flatten_directions(lstm: nn.LSTM) -> None:
     again after anything (``.to()``, ``flatten_parameters()``) regroups them.
     """
     first = lstm.weight_ih_l0
-    if not (first.is_cuda and torch._use_cudnn_rnn_flatten_weight()):
+    if not (
+        first.is_cuda
+        and torch._use_cudnn_rnn_flatten_weight()
+        and torch.backends.cudnn.is_acceptable(first)
+    ):
         return
-    if not torch.backends.cudnn.is_acceptable(first):
-        return
-    for layer in range(lstm.num_layers):
-        for suffix in ("", "_reverse"):
-            weights = direction_weights(lstm, layer, suffix)
-            storage = weights[0].untyped_storage()
-            if (
-                weights[0].data_ptr() == storage.data_ptr()
-                and all(w.untyped_storage().data_ptr() == storage.data_ptr() for w in weights)
-                and storage.nbytes() == sum(w.numel() * w.element_size() for w in weights)
-            ):
-                continue
-            with torch.cuda.device_of(first), torch.no_grad():
-                torch._cudnn_rnn_flatten_weight(
-                    weights, len(WEIGHTS), weights[0].shape[1], CUDNN_LSTM,
-                    lstm.hidden_size, 0, 1, True, False,
-                )  # fmt: skip
+    for weights in directions(lstm):
+        storage = weights[0].untyped_storage()
+        if (
+            weights[0].data_ptr() == storage.data_ptr()
+            and all(w.untyped_storage().data_ptr() == storage.data_ptr() for w in weights)
+            and storage.nbytes() == sum(w.numel() * w.element_size() for w in weights)
+        ):
+            continue
+        with torch.cuda.device_of(first), torch.no_grad():
+            torch._cudnn_rnn_flatten_weight(
+                weights, len(WEIGHTS), weights[0].shape[1], CUDNN_LSTM,
+                lstm.hidden_size, 0, 1, True, False,
+            )  # fmt: skip
 
 
 def bilstm(

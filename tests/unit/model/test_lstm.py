@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from bockparse.data.vocab import PAD_INDEX
-from bockparse.model.lstm import _bilstm, bilstm, direction_weights, reverse_index
+from bockparse.model.lstm import _bilstm, bilstm, directions, reverse_index
 
 TOL = dict(rtol=1e-5, atol=1e-6)
 
@@ -82,10 +82,6 @@ def test_dropout_between_layers_in_training_only():
 def test_bilstm_rejects_other_lstms():
     with pytest.raises(ValueError, match="bidirectional"):
         bilstm(nn.LSTM(3, 4, batch_first=True), torch.zeros(1, 2, 3), torch.tensor([2]))
-
-
-def directions(lstm: nn.LSTM) -> list[list[nn.Parameter]]:
-    return [direction_weights(lstm, k, s) for k in range(lstm.num_layers) for s in ("", "_reverse")]
 
 
 def test_cpu_weights_keep_their_storage():
