@@ -151,13 +151,13 @@ def _bilstm(
     for layer in range(lstm.num_layers):
         if layer > 0 and lstm.dropout > 0:
             inputs = F.dropout(inputs, lstm.dropout, lstm.training)
-        directions = []
+        states = []
         for suffix, seq in (("", inputs), ("_reverse", _gather_steps(inputs, reverse))):
             weights = direction_weights(lstm, layer, suffix)
             # train=grad enabled: oneDNN keeps its backward workspace only in training mode.
             out, _, _ = torch.lstm(seq, (zeros, zeros), weights, True, 1, 0.0, train, False, True)
-            directions.append(out)  # [B, T, H], in its own time order
-        forward, backward = directions
+            states.append(out)  # [B, T, H], in its own time order
+        forward, backward = states
         inputs = torch.cat([forward, _gather_steps(backward, reverse)], dim=-1)  # [B, T, 2H]
     final = torch.stack([forward.gather(1, last).squeeze(1), backward.gather(1, last).squeeze(1)])
     return inputs, final
