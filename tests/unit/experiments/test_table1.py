@@ -231,6 +231,33 @@ def test_comparisons_are_tested_and_holm_corrected_across_the_table(make_run, tm
     assert "Hinge (CL/E) − Local CE" in lines[1]
 
 
+def test_holm_and_its_caption_leave_out_the_comparisons_that_cannot_be_tested(make_run, tmp_path):
+    """A partial table (one treebank complete, one with a single hinge-Bock seed) shows six
+    comparisons, but only four have p-values: the caption names four and the correction is
+    Holm's over exactly those four."""
+    from bockparse.experiments.stats import holm
+    from bockparse.experiments.table import COMPARISONS, comparisons_markdown
+
+    las = {"local-ce-cle": (85.1, 84.9, 85.3), "hinge-cle": (84.0, 84.4, 84.1),
+           "hinge-bock": (84.2, 84.3, 84.0)}  # fmt: skip
+    for experiment, bock_seeds in (("full", 3), ("partial", 1)):
+        for condition, values in las.items():
+            n = bock_seeds if condition == "hinge-bock" else 3
+            for seed, value in zip((1111, 2222, 3333)[:n], values[:n], strict=True):
+                make_run(experiment, condition, seed, (90.0, value, 10.0))
+    groups = aggregate(discover([tmp_path]))
+    tests = [g.compare(rows) for g in groups for rows in COMPARISONS]
+    assert [t.p_equivalence is not None for t in tests].count(True) == 4
+    text = comparisons_markdown(groups)
+    assert "across the 4 comparisons of this table that can be tested" in text
+    rows = [line for line in text.splitlines() if line.startswith(("| full", "| partial"))]
+    assert len(rows) == 6 and sum("not testable" in row for row in rows) == 2
+    adjusted = [p for p in holm([t.p_equivalence for t in tests]) if p is not None]
+    tested = [row for row in rows if "not testable" not in row]
+    for row, p in zip(tested, adjusted, strict=True):
+        assert f"| {p:.3f} | no difference detected" in row or f"| {p:.3f} | equivalent" in row
+
+
 def test_bootstrap_reads_each_runs_predictions_against_its_gold_file(tmp_path, capsys):
     import shutil
 
