@@ -3,7 +3,7 @@
 ``table1.csv`` of both Table 1 stand-ins (``experiments/table1-ud``, the runs to the development
 plateau, and its ``first-budget``, 400 and 300 updates) and the loss × decoder grid of
 ``experiments/ablation``; with the gold treebanks, both stand-ins' sentence-level bootstrap
-intervals, the punctuation-excluded re-evaluation, the transition-vs-graph summary and the
+intervals, their punctuation-excluded re-evaluations, the transition-vs-graph summary and the
 ablation's decoder comparison regenerate too."""
 
 from __future__ import annotations
@@ -21,15 +21,13 @@ from bockparse.training.train import CONF_DIR
 REPO = Path(CONF_DIR).parent
 # table -> (committed run folders, bockparse-table options, the folder its committed files are
 # in, the files it writes). --strict: every expected run is committed and finished (a missing
-# one fails the test). table1-ud's plateau runs (issue 29) join, without --strict until all 18
-# are in, when the first of them is published.
+# one fails the test).
 PUBLISHED = {
     "table1-ud-first-budget": ("experiments/table1-ud/first-budget/runs", ["--strict"],
                                "experiments/table1-ud/first-budget", ("table1.md", "table1.csv")),
     "ablation": ("experiments/ablation/runs", ["--layout", "grid", "--strict"],
                  "experiments/ablation", ("ablation.md", "ablation.csv")),
-    # the runs to the plateau, published as each finishes (--strict once all 18 are in)
-    "table1-ud": ("experiments/table1-ud/runs", [], "experiments/table1-ud",
+    "table1-ud": ("experiments/table1-ud/runs", ["--strict"], "experiments/table1-ud",
                   ("table1.md", "table1.csv")),
 }  # fmt: skip
 FIRST_BUDGET = "experiments/table1-ud/first-budget"
@@ -45,17 +43,22 @@ def test_a_published_table_regenerates_from_its_committed_runs(table, tmp_path, 
         assert (tmp_path / name).read_bytes() == committed.read_bytes(), name
 
 
-def test_the_punctuation_excluded_table_regenerates(tmp_path, monkeypatch):
-    """``bockparse-reeval`` on the published predictions (it needs the gold treebanks)."""
+@pytest.mark.parametrize(
+    "runs, folder",
+    [(f"{FIRST_BUDGET}/runs", "table1-ud"), ("experiments/table1-ud/runs", "table1-ud-plateau")],
+)
+def test_the_punctuation_excluded_table_regenerates(runs, folder, tmp_path, monkeypatch):
+    """``bockparse-reeval`` on the published predictions of both Table 1 stand-ins (it needs the
+    gold treebanks)."""
     data = os.environ.get("BOCKPARSE_DATA")
     if not data or not all((Path(data) / t).is_dir() for t in ("ud-english-ewt", "ud-chinese-gsd")):
         pytest.skip("BOCKPARSE_DATA does not hold the UD treebanks (the gold files)")
     from bockparse.experiments.reeval import main as reeval_main
 
     monkeypatch.chdir(REPO)
-    assert reeval_main([f"{FIRST_BUDGET}/runs", "--out", str(tmp_path)]) == 0
+    assert reeval_main([runs, "--out", str(tmp_path)]) == 0
     for name in ("table1-punct.md", "table1-punct.csv"):
-        committed = REPO / "experiments" / "punct-reeval" / "table1-ud" / name
+        committed = REPO / "experiments" / "punct-reeval" / folder / name
         assert (tmp_path / name).read_bytes() == committed.read_bytes(), name
 
 
