@@ -22,7 +22,8 @@ from bockparse.data import read_conllu
 from bockparse.metrics import evaluate_files
 from bockparse.rundir import RESUMED_EXACTLY
 from bockparse.training.predictions import PredictionWriter
-from bockparse.training.train import CONF_DIR, CONFIG_KEY, build, evaluate
+from bockparse.training.resume import CONFIG_KEY
+from bockparse.training.train import CONF_DIR, build, evaluate
 
 REPO = Path(CONF_DIR).parent
 SAMPLE = REPO / "data/ud-english-ewt-sample"

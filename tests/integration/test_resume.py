@@ -13,14 +13,8 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bockparse.training.train import (
-    CONF_DIR,
-    CONFIG_KEY,
-    ResumeError,
-    build,
-    config_differences,
-    run,
-)
+from bockparse.training.resume import CONFIG_KEY, ResumeError, config_differences
+from bockparse.training.train import CONF_DIR, build, run
 
 REPO = Path(CONF_DIR).parent
 

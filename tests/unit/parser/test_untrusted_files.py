@@ -145,7 +145,8 @@ def test_a_pickle_in_a_runs_checkpoint_is_refused(smoke_run, tmp_path, name, cap
 def test_resume_refuses_a_pickle_in_last_ckpt(smoke_run, tmp_path):
     from hydra import compose, initialize_config_dir
 
-    from bockparse.training.train import CONF_DIR, ResumeError, check_resume
+    from bockparse.training.resume import ResumeError, check_resume
+    from bockparse.training.train import CONF_DIR
 
     marker = tmp_path / "ran"
     last = tmp_path / "checkpoints" / "last.ckpt"
