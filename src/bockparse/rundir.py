@@ -28,6 +28,7 @@ import contextlib
 import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,6 +129,52 @@ def _umask() -> int:
     return mask
 
 
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def check_replaceable(path: str | os.PathLike) -> None:
+    """Check that ``path`` is a regular file, a symlink to one (or to nothing), or absent:
+    what :func:`atomic_path` may replace.
+
+    Raises:
+        OSError: naming ``path`` and what it is (a folder, a FIFO, a device such as
+            ``/dev/stdout``, a socket, or a link to one).
+    """
+    target = Path(path)
+    try:
+        mode = target.lstat().st_mode
+    except FileNotFoundError:
+        return
+    link = stat.S_ISLNK(mode)
+    if link:
+        try:
+            mode = target.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):  # a dangling link: replaced
+            return
+        except OSError as err:  # a loop or an unreadable folder on the way
+            raise OSError(err.errno, f"a symlink that cannot be resolved ({err.strerror})",
+                          str(target)) from None  # fmt: skip
+    if stat.S_ISREG(mode):
+        return
+    what = ("a symlink to " if link else "") + _kind(mode)
+    raise OSError(errno.EINVAL, f"it is {what}, not a regular file: give a file name "
+                  "(- writes standard output where a command allows it)", str(target))  # fmt: skip
+
+
+def _named(err: OSError, tmp: Path, target: Path) -> None:
+    """Make ``err`` name ``target`` where it named the temporary file (or no file): a message
+    built from it then names the file the user asked for."""
+    if str(err.filename) == str(tmp) or (err.filename is None and err.strerror is not None):
+        err.filename = str(target)  # (an OSError of a message alone would lose it)
+    if str(err.filename2) == str(tmp):
+        err.filename2 = str(target)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """A fresh temporary path beside ``path`` to write; renamed over ``path`` when the block
@@ -137,15 +184,33 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     folder and gets the permissions the umask allows (``0o666 & ~umask``), as a plain
     ``open`` would give; the rename replaces a symlink at ``path`` instead of following it.
     No temporary name outlives the block.
+
+    Only a regular file (or a symlink to one) is replaced: any other existing ``path`` (a
+    folder, a FIFO, a device such as ``/dev/stdout`` or ``/dev/null``, a socket, a link to
+    one) is refused before anything is written, rather than replaced by a regular file (or,
+    planted in a run folder, written into). An ``OSError`` raised in the block or by the
+    rename names ``path``, never the temporary file.
+
+    Raises:
+        OSError: ``path`` is not a regular file, or the write failed (naming ``path``).
     """
     target = Path(path)
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    check_replaceable(target)
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as err:  # it names the temporary file it tried
+        err.filename = str(target)
+        raise
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        _named(err, tmp, target)
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -240,5 +305,7 @@ def describe_os_error(err: OSError, path: str | os.PathLike) -> str:
     """One line for a failed write to ``path``, naming it (never a temporary file)."""
     reasons = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "file too large",
                errno.EDQUOT: "disk quota exceeded", errno.EACCES: "permission denied",
-               errno.EROFS: "read-only file system", errno.ENOENT: "no such folder"}  # fmt: skip
+               errno.EROFS: "read-only file system", errno.ENOENT: "no such folder",
+               errno.EISDIR: "it is a folder",
+               errno.ENOTDIR: "a part of the path is not a folder"}  # fmt: skip
     return f"cannot write {path}: {reasons.get(err.errno, err.strerror or str(err))}"
