@@ -12,6 +12,11 @@ splitter strips whitespace and also splits on double spaces, which would hide co
 break the byte-exact round trip.
 
 Each problem is reported as ``FILE:LINE: reason`` (lines count from 1).
+
+A field never holds a control character (C0 or C1, tab and line break included, or a Unicode
+line or paragraph separator): the reader reports one, and the writer refuses a predicted
+relation label holding one, so no label can inject lines or columns into a written file.
+The path ``-`` reads standard input and writes standard output (:data:`STANDARD_STREAM`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from __future__ import annotations
 import gzip
 import logging
 import os
+import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +42,12 @@ COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DE
 HEAD_COLUMN = 6
 DEPREL_COLUMN = 7
 MAX_LISTED = 20  # problems listed in an error message; the total is always given
+STANDARD_STREAM = "-"  # as a path: standard input to read, standard output to write
+STANDARD_INPUT_NAME = "<stdin>"  # standard input in messages
+# What no field may hold: C0 and C1 controls (the column tab, the line feed and the carriage
+# return included) and the Unicode line and paragraph separators, which line splitters other
+# than this reader's break lines at.
+CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 OnMalformed = Literal["error", "skip"]
 
@@ -97,6 +110,23 @@ class Sentence:
 
     def __len__(self) -> int:
         return len(self.forms)
+
+
+def is_standard_stream(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is ``-``: standard input to read, standard output to write."""
+    return os.fspath(path) == STANDARD_STREAM
+
+
+def source_name(path: str | os.PathLike) -> str:
+    """``path`` as messages name it: as given, or ``<stdin>`` for ``-``."""
+    return STANDARD_INPUT_NAME if is_standard_stream(path) else os.fspath(path)
+
+
+def control_character(value: str) -> str | None:
+    """The first control character in ``value`` as ``U+XXXX`` (:data:`CONTROL_CHARACTER`), or
+    ``None``."""
+    found = CONTROL_CHARACTER.search(value)
+    return None if found is None else f"U+{ord(found.group()):04X}"
 
 
 def _decode(path: str, data: bytes) -> tuple[list[str], list[Problem]]:
@@ -211,6 +241,11 @@ def _parse_sentence(path: str, lines: list[str], start: int, trees: bool) -> Sen
             name = COLUMNS[cols.index("")]
             problems.append(Problem(path, number, f"empty {name} column (use _ for no value)"))
             continue
+        if CONTROL_CHARACTER.search(line.replace("\t", " ")):
+            name, char = next((c, u) for c, v in zip(COLUMNS, cols, strict=True)
+                              if (u := control_character(v)))  # fmt: skip
+            problems.append(Problem(path, number, f"control character {char} in {name}"))
+            continue
         try:
             word_id = parse_id_value(cols[0])
         except ParseException:
@@ -264,8 +299,9 @@ def parse_conllu(
     line after every sentence and no extra one; unique ``sent_id``. O(file size).
 
     Args:
-        path: the file; messages name it as given. A name ending in ``.gz`` is read through
-            gzip (the compressed predictions committed with published runs).
+        path: the file; messages name it as given (:func:`source_name`). A name ending in
+            ``.gz`` is read through gzip (the compressed predictions committed with published
+            runs); ``-`` reads standard input.
         single_root: require exactly one word attached to ROOT.
         trees: read HEAD and DEPREL and check the trees (training and gold data); ``False``
             for text to be parsed: HEAD and DEPREL may be ``_`` or filled, and are ignored
@@ -278,9 +314,9 @@ def parse_conllu(
     Raises:
         DataError: the file cannot be read.
     """
-    name = str(path)
+    name = source_name(path)
     try:
-        data = Path(path).read_bytes()
+        data = sys.stdin.buffer.read() if is_standard_stream(path) else Path(path).read_bytes()
         if name.endswith(".gz"):
             data = gzip.decompress(data)
     except OSError as e:  # gzip.BadGzipFile included
@@ -381,7 +417,7 @@ def read_conllu(
     """
     if on_malformed not in ("error", "skip"):
         raise DataError(f"on_malformed must be 'error' or 'skip', got {on_malformed!r}")
-    name = str(path)
+    name = source_name(path)
     sentences, file_problems = parse_conllu(path, single_root=single_root, trees=trees)
     bad = [s for s in sentences if s.problems]
     if on_malformed == "error":
@@ -419,6 +455,14 @@ def read_conllu(
     return kept
 
 
+def _label(label: str) -> str:
+    """``label`` if it can be a DEPREL field (:func:`format_sentence`)."""
+    if not label or (char := control_character(label)):
+        problem = "is empty" if not label else f"holds the control character {char}"
+        raise DataError(f"relation label {label!r} {problem}: not written into CoNLL-U")
+    return label
+
+
 def format_sentence(
     sentence: Sentence, heads: Sequence[int] | None = None, rels: Sequence[str] | None = None
 ) -> str:
@@ -428,6 +472,11 @@ def format_sentence(
         sentence: a sentence from ``read_conllu``.
         heads: ``n`` heads, 1-based with ``0`` for ROOT, or ``None`` to keep the file's.
         rels: ``n`` relation labels, or ``None`` to keep the file's.
+
+    Raises:
+        ValueError: ``heads`` or ``rels`` of the wrong length.
+        DataError: a relation label that is empty or holds a control character (a tab or a
+            line break would inject columns or lines): never written.
     """
     n = len(sentence)
     for name, values in (("heads", heads), ("rels", rels)):
@@ -443,7 +492,7 @@ def format_sentence(
             if heads is not None:
                 cols[HEAD_COLUMN] = str(int(heads[i]))
             if rels is not None:
-                cols[DEPREL_COLUMN] = rels[i]
+                cols[DEPREL_COLUMN] = _label(rels[i])
             lines[k] = "\t".join(cols)
     return "\n".join(lines) + "\n\n"
 
@@ -457,7 +506,8 @@ def write_conllu(
     """Write sentences as CoNLL-U, atomically; see ``format_sentence`` for ``heads``/``rels``.
 
     Args:
-        path: the output file (replaced as a whole, never left half-written).
+        path: the output file (replaced as a whole, never left half-written), or ``-`` for
+            standard output.
         sentences: the sentences, in output order.
         heads: per sentence, ``n`` heads (1-based, ``0`` for ROOT), or ``None``.
         rels: per sentence, ``n`` labels, or ``None``.
@@ -469,4 +519,9 @@ def write_conllu(
         format_sentence(s, None if heads is None else heads[i], None if rels is None else rels[i])
         for i, s in enumerate(sentences)
     )
-    write_atomic(path, text)
+    if is_standard_stream(path):
+        sys.stdout.flush()  # what was printed before comes first
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.buffer.flush()
+    else:
+        write_atomic(path, text)

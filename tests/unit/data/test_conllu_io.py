@@ -41,6 +41,7 @@ MALFORMED = {
     "bad_utf8": (12, "invalid UTF-8 (byte 0xff at column 4)"),
     "duplicate_sent_id": (8, "duplicate sent_id 's1' (first at line 1)"),
     "carriage_return": (12, "carriage return: lines must end with LF only"),
+    "control_character": (12, "control character U+001B in DEPREL"),
     "empty_file": (1, "empty file: no sentences"),
     "byte_order_mark": (1, "byte order mark: CoNLL-U is UTF-8 without BOM"),
 }
@@ -242,3 +243,48 @@ def test_a_reader_without_a_skip_option_only_says_to_fix_the_file(fixtures: Path
         read_conllu(path, single_root=True, on_malformed="error", skip_option=None)
     assert str(info.value).startswith(f"{path}: 1 problem(s) (fix the file):")
     assert "on_malformed" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "label", ["nsubj\n1\tinjected\t_", "a\tb", "a\x85b", "a\u2028b", "a\x00", ""]
+)
+def test_a_label_that_could_inject_lines_or_columns_is_never_written(
+    fixtures: Path, tmp_path: Path, label: str
+) -> None:
+    sentences = read(fixtures / "valid" / "basic.conllu")
+    rels = [["det", "nsubj", label, "punct"], ["nsubj", "root", "advmod", "punct"]]
+    with pytest.raises(DataError, match=re.escape(f"relation label {label!r}")):
+        write_conllu(tmp_path / "out.conllu", sentences, rels=rels)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("char", ["\x0b", "\x0c", "\x1c", "\x7f", "\x85", "\u2028", "\x00"])
+def test_every_field_with_a_control_character_is_refused_when_read(
+    fixtures: Path, tmp_path: Path, char: str
+) -> None:
+    text = (fixtures / "valid" / "basic.conllu").read_text(encoding="utf-8")
+    path = tmp_path / "bad.conllu"
+    path.write_text(text.replace("\tloudly\t", f"\tloud{char}ly\t", 1), encoding="utf-8")
+    code = f"U+{ord(char):04X}"
+    assert [str(p) for p in check_conllu(path, single_root=True)] == [
+        f"{path}:12: control character {code} in FORM"
+    ]
+
+
+def test_dash_reads_standard_input_and_writes_standard_output(
+    fixtures: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    import io
+    import sys
+
+    data = (fixtures / "valid" / "basic.conllu").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    sentences = read("-")
+    assert [s.forms[0] for s in sentences] == ["The", "Dogs"]
+    write_conllu("-", sentences)
+    assert capsysbinary.readouterr().out == data
+    assert not Path("-").exists()
+    bad = (fixtures / "malformed" / "cycle.conllu").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(bad)))
+    with pytest.raises(DataError, match=re.escape("<stdin>:10: cycle 1 -> 3 -> 1")):
+        read("-")
