@@ -17,17 +17,27 @@ Never checkpoints. Each run keeps its path relative to the folder it was found u
 ``experiments/table1-ud/runs/table1-ud-ewt/local-ce-cle/seed1111/...``. Only finished runs (with
 ``metrics.json``) are copied; a failed one is named and skipped, so the published table
 lists it as missing rather than failed. Files are written atomically.
+
+A run folder is data from whoever sent it: only regular files are copied, each opened without
+following a link (``O_NOFOLLOW``), and a run holding a symlink (or a FIFO, a device, ...) where
+a copied file or its folder should be is refused in one line, with nothing of it written. The
+copies get the permissions the umask gives a new file, never the source's. Nothing is written
+through a link either: ``--out`` and every folder below it must be real folders, and ``--out``
+may neither lie inside a folder given nor hold one.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .. import rundir
+from ..cli.outputs import inside_problem
 from ..rundir import write_atomic
 from .runs import METRICS_FILE, discover
 
@@ -37,34 +47,105 @@ SMALL = tuple(str(name) for name in _FILES)
 PREDICTIONS = ("val", "test")
 
 
-def _copy(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data)
+def _what(mode: int) -> str:
+    return "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
 
 
-def publish_run(run_dir: str | Path, dest: str | Path) -> list[Path]:
+def read_regular(run_dir: Path, name: str | os.PathLike) -> bytes | None:
+    """The bytes of ``run_dir / name``, or ``None`` when it is absent; neither the file nor a
+    folder between ``run_dir`` and it is followed if it is a link.
+
+    Raises:
+        ValueError: the file, or a folder on the way to it, is a symlink or not a regular
+            file (folder), naming it.
+    """
+    *folders, last = Path(name).parts
+    path = run_dir
+    for part in folders:
+        path = path / part
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISDIR(mode):
+            raise ValueError(f"{path} is {_what(mode)} where a folder belongs: publish copies "
+                             "regular files only")  # fmt: skip
+    path = path / last
+    try:  # O_NONBLOCK: a FIFO planted here opens without waiting for a writer, and is refused
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError:  # ELOOP: a symlink (O_NOFOLLOW); or a socket, an unreadable file
+        mode = path.lstat().st_mode
+        raise ValueError(f"{path} is {_what(mode)}: publish copies regular files only") from None
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{path} is {_what(mode)}: publish copies regular files only")
+        return f.read()
+
+
+def real_folder(root: Path, relative: Path) -> Path:
+    """``root / relative``, its missing folders made; ``root`` and every folder below it that
+    leads there must be real folders (never written through a link). The folders above
+    ``root`` are the user's own and may be links.
+
+    Raises:
+        ValueError: one of them is a symlink or not a folder, naming it.
+    """
+    if not root.is_symlink():
+        root.mkdir(parents=True, exist_ok=True)
+    path = root
+    for part in ("", *relative.parts):
+        path = path / part
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            path.mkdir()
+            continue
+        if not stat.S_ISDIR(mode):
+            raise ValueError(f"{path} is {_what(mode)} where a destination folder belongs: "
+                             "publish writes into real folders only")  # fmt: skip
+    return path
+
+
+def publish_run(
+    run_dir: str | Path, dest: str | Path, root: str | Path | None = None
+) -> list[Path]:
     """Copy one run's small files (:data:`SMALL`, compressed predictions) to ``dest``.
+
+    Everything is read (regular files only: :func:`read_regular`) before anything is written,
+    so a refused run leaves nothing behind. ``dest`` and the folders from ``root`` (``--out``;
+    by default ``dest`` itself) down to it must be real folders (:func:`real_folder`).
 
     Returns:
         The files written, in :data:`SMALL` order, then the predictions.
 
     Raises:
         FileNotFoundError: ``run_dir`` has no ``metrics.json`` (not a finished run).
+        ValueError: a file to copy, or a folder on the way to it or to ``dest``, is a symlink
+            or not a regular file (folder).
     """
     run_dir, dest = Path(run_dir), Path(dest)
-    if not (run_dir / METRICS_FILE).is_file():
-        raise FileNotFoundError(f"{run_dir}: no {METRICS_FILE} (the run did not finish)")
-    written = []
+    root = dest if root is None else Path(root)
+    copies: list[tuple[Path, bytes]] = []
     for name in SMALL:
-        if (run_dir / name).is_file():
-            _copy(dest / name, (run_dir / name).read_bytes())
-            written.append(dest / name)
+        data = read_regular(run_dir, name)
+        if name == METRICS_FILE and data is None:
+            raise FileNotFoundError(f"{run_dir}: no {METRICS_FILE} (the run did not finish)")
+        if data is not None:
+            copies.append((Path(name), data))
     for stage in PREDICTIONS:
-        source = rundir.predictions(run_dir, stage)
-        if source.is_file():
-            target = dest / rundir.PREDICTIONS / f"{stage}.conllu.gz"
-            _copy(target, gzip.compress(source.read_bytes(), compresslevel=9, mtime=0))
-            written.append(target)
+        source = rundir.predictions(run_dir, stage).relative_to(run_dir)
+        data = read_regular(run_dir, source)
+        if data is not None:
+            packed = gzip.compress(data, compresslevel=9, mtime=0)
+            copies.append((Path(rundir.PREDICTIONS) / f"{stage}.conllu.gz", packed))
+    written = []
+    for name, data in copies:
+        target = real_folder(root, dest.relative_to(root) / name.parent) / name.name
+        write_atomic(target, data)
+        written.append(target)
     return written
 
 
@@ -78,6 +159,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", metavar="DIR", help="sweep or run folders")
     parser.add_argument("--out", required=True, metavar="DIR")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    for given in args.runs:
+        problem = inside_problem(out, [(given, given)], "the folder")
+        if problem is None and Path(given).resolve().is_relative_to(out.resolve()):
+            problem = f"--out {out} holds the folder {given}, which is read: write outside it"
+        if problem is not None:
+            print(f"bockparse-publish: {problem}", file=sys.stderr)
+            return 1
     skipped = 0
     for given in args.runs:
         root = Path(given)
@@ -89,14 +178,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         for run in found.runs:
             relative = run.path.relative_to(root) if run.path != root else Path(root.name)
             try:
-                written = publish_run(run.path, Path(args.out) / relative)
+                written = publish_run(run.path, out / relative, out)
             except FileNotFoundError as err:
                 print(f"bockparse-publish: skipped {err}", file=sys.stderr)
                 skipped += 1
                 continue
+            except ValueError as err:
+                print(f"bockparse-publish: refused {run.path}: {err}", file=sys.stderr)
+                skipped += 1
+                continue
+            except OSError as err:
+                print(f"bockparse-publish: {rundir.describe_os_error(err, err.filename or out)}",
+                      file=sys.stderr)  # fmt: skip
+                return 1
             size = sum(p.stat().st_size for p in written)
-            target = Path(args.out) / relative
-            print(f"{run.path} -> {target} ({len(written)} files, {size:,} bytes)")
+            print(f"{run.path} -> {out / relative} ({len(written)} files, {size:,} bytes)")
     return 1 if skipped else 0
 
 

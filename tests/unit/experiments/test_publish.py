@@ -4,6 +4,7 @@ tools reading the published copies as they read the run folders."""
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 
 import pytest
@@ -78,3 +79,83 @@ def test_a_gzip_file_reads_as_the_plain_one(tmp_path):
     broken.write_bytes(b"not gzip")
     with pytest.raises(DataError, match=r"broken\.conllu\.gz: cannot read file"):
         parse_conllu(broken, single_root=True)
+
+
+@pytest.mark.parametrize(
+    "name", ["train.log", "timing.json", "predictions/test.conllu", "metrics.json"]
+)
+def test_a_symlink_in_a_run_is_refused_and_nothing_of_the_run_written(tmp_path, capsys, name):
+    run = _finished_run(tmp_path)
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY\n", encoding="utf-8")
+    (run / name).unlink(missing_ok=True)
+    (run / name).symlink_to(secret)
+    out = tmp_path / "published"
+    assert main([str(tmp_path / "multirun"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"bockparse-publish: refused {run}: {run / name} is a symlink: publish copies regular "
+        "files only"
+    ]
+    assert not [p for p in out.rglob("*") if p.is_file()]
+    assert not any("PRIVATE" in p.read_text() for p in tmp_path.rglob("*.gz") if p.is_file())
+
+
+def test_a_symlinked_folder_or_a_fifo_in_a_run_is_refused(tmp_path, capsys):
+    run = _finished_run(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    (run / ".hydra").rename(elsewhere)
+    (run / ".hydra").symlink_to(elsewhere)
+    with pytest.raises(ValueError, match=r"\.hydra is a symlink where a folder belongs"):
+        publish_run(run, tmp_path / "out")
+    (run / ".hydra").unlink()
+    elsewhere.rename(run / ".hydra")
+    (run / "train.log").unlink()
+    os.mkfifo(run / "train.log")  # opening it for reading would wait for a writer forever
+    with pytest.raises(ValueError, match=r"train\.log is not a regular file"):
+        publish_run(run, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_nothing_is_written_through_a_symlinked_destination(tmp_path, capsys):
+    run = _finished_run(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    out = tmp_path / "published"
+    out.symlink_to(victim)  # --out itself
+    assert main([str(tmp_path / "multirun"), "--out", str(out)]) == 1
+    assert f"{out} is a symlink where a destination folder belongs" in capsys.readouterr().err
+    out.unlink()
+    (out / "table1-ud-ewt").mkdir(parents=True)
+    (out / "table1-ud-ewt" / "local-ce-cle").symlink_to(victim)  # a folder below it
+    assert main([str(tmp_path / "multirun"), "--out", str(out)]) == 1
+    assert "local-ce-cle is a symlink" in capsys.readouterr().err
+    (out / "table1-ud-ewt" / "local-ce-cle").unlink()
+    assert list(victim.iterdir()) == []
+    assert main([str(tmp_path / "multirun"), "--out", str(out)]) == 0
+    assert (out / "table1-ud-ewt" / "local-ce-cle" / "seed1111" / "train.log").is_file()
+    assert run.is_dir()
+
+
+def test_copies_get_the_umask_mode_not_the_sources(tmp_path):
+    run = _finished_run(tmp_path)
+    (run / "train.log").chmod(0o600)
+    (run / "metrics.json").chmod(0o640)
+    old = os.umask(0o022)
+    try:
+        publish_run(run, tmp_path / "out")
+    finally:
+        os.umask(old)
+    for name in ("train.log", "metrics.json", "predictions/val.conllu.gz"):
+        assert (tmp_path / "out" / name).stat().st_mode & 0o777 == 0o644, name
+
+
+def test_out_inside_or_holding_an_input_folder_is_refused(tmp_path, capsys):
+    run = _finished_run(tmp_path)
+    sweep = tmp_path / "multirun"
+    for out, given in ((run / "published", sweep), (run / "published", run), (tmp_path, sweep)):
+        before = sorted(tmp_path.rglob("*"))
+        assert main([str(given), "--out", str(out)]) == 1
+        line = capsys.readouterr().err.strip()
+        assert str(out) in line and str(given) in line and "\n" not in line, line
+        assert sorted(tmp_path.rglob("*")) == before
