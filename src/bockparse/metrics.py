@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .data.conllu import DataError, Sentence, read_conllu
+from .data.conllu import DataError, Sentence, is_standard_stream, read_conllu, source_name
 from .data.vocab import base_relation
 
 if TYPE_CHECKING:
@@ -254,11 +254,16 @@ def aligned_files(gold_path: str, pred_path: str) -> tuple[list[Sentence], list[
     sentences with the same words (the prediction file is the gold one with HEAD and DEPREL
     replaced, as bockparse writes them).
 
+    Either path may be ``-`` (standard input), not both.
+
     Raises:
         DataError: a file is malformed or the two do not align (naming the file and line).
     """
+    if is_standard_stream(gold_path) and is_standard_stream(pred_path):
+        raise DataError("the gold and the predicted file cannot both be standard input (-)")
     gold = read_conllu(gold_path, single_root=False, on_malformed="error")
     pred = read_conllu(pred_path, single_root=False, on_malformed="error")
+    gold_path, pred_path = source_name(gold_path), source_name(pred_path)
     if len(gold) != len(pred):
         raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")
     for g, p in zip(gold, pred, strict=True):
@@ -290,8 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="bockparse-eval",
         description="UAS, LAS (base relations) and LCM of a CoNLL-U prediction file.",
     )
-    parser.add_argument("gold")
-    parser.add_argument("pred")
+    parser.add_argument("gold", help="gold CoNLL-U file (- for standard input)")
+    parser.add_argument("pred", help="predicted CoNLL-U file (- for standard input)")
     add_punct_argument(parser)
     args = parser.parse_args(argv)
     try:

@@ -50,6 +50,16 @@ def inside_problem(
     return None
 
 
+def out_folder_problem(
+    out: str | os.PathLike | None, runs: Iterable[str | os.PathLike]
+) -> str | None:
+    """Why a command's ``--out DIR`` (``None``: not given) cannot be written: it is inside one
+    of the run folders ``runs`` that the command reads (:func:`inside_problem`)."""
+    if out is None:
+        return None
+    return inside_problem(out, [(os.fspath(run), run) for run in runs], "the run folder")
+
+
 def output_problem(out: str | os.PathLike, *inputs: str | os.PathLike) -> str | None:
     """Why the file ``out`` cannot be written (module doc), or ``None``; checked before any
     work. ``-`` (standard output) is always writable."""

@@ -4,21 +4,23 @@
 Each prints ``PROGRAM: problem`` on standard error, one line, and exits with status 1 on a bad
 model, input, setting or a failed write (naming the output, never a temporary file), and with
 130 on Ctrl-C; no output file is written then (outputs are written atomically, when complete).
+An output is checked before any work (:func:`bockparse.cli.outputs.output_problem`: never an
+input, nor inside the run folder read). A CoNLL-U input or output ``-`` is standard input or
+output; everything else the commands print then goes to standard error.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..data.conllu import DataError
+from ..data.conllu import DataError, is_standard_stream
 from ..metrics import add_punct_argument, format_scores
 from ..rundir import describe_os_error
+from .outputs import output_problem
 
 PROGRESS_SECONDS = 5.0  # at most one progress line per this many seconds
 
@@ -35,27 +37,6 @@ def _fail(program: str, err: Exception | str) -> int:
 def _interrupted(program: str) -> int:
     print(f"{program}: interrupted; nothing written", file=sys.stderr)
     return 130
-
-
-def output_problem(out: str | os.PathLike, *inputs: str | os.PathLike) -> str | None:
-    """Why ``out`` cannot be written (it is one of ``inputs``, a folder, or its folder is
-    missing or not writable), or ``None``; checked before any work."""
-    target = Path(out)
-    for given in inputs:
-        if Path(given).exists() and target.exists() and os.path.samefile(given, target):
-            return f"--out {out} is the input {given}: give another file"
-    if target.is_dir():
-        return f"--out {out} is a folder: give a file name"
-    folder = target.parent
-    if not folder.is_dir():
-        return f"cannot write {out}: no folder {folder}"
-    try:
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".probe")
-    except OSError as err:
-        return describe_os_error(err, out)
-    os.close(fd)
-    os.unlink(probe)
-    return None
 
 
 def _model_argument(parser: argparse.ArgumentParser) -> None:
@@ -107,8 +88,10 @@ def predict(argv: Sequence[str] | None = None) -> int:
         "output is the input with only HEAD and DEPREL replaced.",
     )
     _model_argument(parser)
-    parser.add_argument("input", help="CoNLL-U file to parse")
-    parser.add_argument("--out", required=True, help="CoNLL-U file to write (atomically)")
+    parser.add_argument("input", help="CoNLL-U file to parse (- for standard input)")
+    parser.add_argument(
+        "--out", required=True, help="CoNLL-U file to write (atomically; - for standard output)"
+    )
     _decoder_argument(parser)
     args = parser.parse_args(argv)
     from ..data.conllu import write_conllu
@@ -137,7 +120,8 @@ def predict(argv: Sequence[str] | None = None) -> int:
     words = sum(len(s) for s in parsed)
     print(
         f"{len(parsed):,} sentences, {words:,} words in {seconds:.2f} s: "
-        f"{len(parsed) / seconds:.1f} sentences/s, {words / seconds:.0f} words/s -> {args.out}"
+        f"{len(parsed) / seconds:.1f} sentences/s, {words / seconds:.0f} words/s -> {args.out}",
+        file=sys.stderr if is_standard_stream(args.out) else sys.stdout,
     )
     return 0
 
@@ -150,7 +134,7 @@ def evaluate(argv: Sequence[str] | None = None) -> int:
         "file, with the training conventions (punctuation included unless excluded).",
     )
     _model_argument(parser)
-    parser.add_argument("gold", help="gold CoNLL-U file")
+    parser.add_argument("gold", help="gold CoNLL-U file (- for standard input)")
     _decoder_argument(parser)
     add_punct_argument(parser)
     args = parser.parse_args(argv)
@@ -180,6 +164,9 @@ def export(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from ..parser import Parser
 
+    if is_standard_stream(args.out):
+        return _fail(parser.prog, "--out -: a model file is not written to standard output; "
+                     "give a file name")  # fmt: skip
     if problem := output_problem(args.out, args.run):
         return _fail(parser.prog, problem)
     try:

@@ -1,7 +1,7 @@
 """``bockparse-check FILE...``: validate CoNLL-U files for parsing.
 
 Prints each problem as ``FILE:LINE: reason`` on stdout, then one summary line per file; exits 0
-when every file is valid, 1 otherwise (2 for bad usage).
+when every file is valid, 1 otherwise (2 for bad usage). ``-`` reads standard input (once).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from .conllu import DataError, check_conllu
+from .conllu import DataError, check_conllu, is_standard_stream, source_name
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,7 +19,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Check CoNLL-U files: columns, IDs, HEADs, trees (no cycle, one root), "
         "blank lines, UTF-8, unique sent_id.",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="CoNLL-U files")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="CoNLL-U files (- for standard input)"
+    )
     parser.add_argument(
         "--single-root",
         action=argparse.BooleanOptionalAction,
@@ -27,6 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="require exactly one word attached to ROOT per sentence (default: yes)",
     )
     args = parser.parse_args(argv)
+    if sum(map(is_standard_stream, args.files)) > 1:
+        parser.error("- (standard input) can be given once")
     status = 0
     for path in args.files:
         try:
@@ -38,8 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in problems:
             print(problem)
         if problems:
-            print(f"{path}: {len(problems)} problem(s)")
+            print(f"{source_name(path)}: {len(problems)} problem(s)")
             status = 1
         else:
-            print(f"{path}: OK")
+            print(f"{source_name(path)}: OK")
     return status

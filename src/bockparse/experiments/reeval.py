@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..cli.outputs import out_folder_problem
 from ..data.conllu import DataError
 from ..metrics import NAMES, PUNCT_EXCLUSIONS, evaluate_files, punct_exclusion
 from .loading import gold_file
@@ -92,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         found = discover(args.runs)
     except FileNotFoundError as err:
         print(f"bockparse-reeval: {err}", file=sys.stderr)
+        return 2
+    if problem := out_folder_problem(args.out, [run.path for run in found.runs]):
+        print(f"bockparse-reeval: {problem}", file=sys.stderr)
         return 2
     runs, notes, worst = [], [], 0.0
     used: set[str] = set()

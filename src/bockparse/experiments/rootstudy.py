@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cli.outputs import out_folder_problem
 from ..decoders import decode, get_decoder, kbest
 from .loading import load_run, scored_sentences
 
@@ -141,6 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--out", metavar="DIR", default=None, help="write rootstudy.md/.csv/.json/.png here"
     )
     args = parser.parse_args(argv)
+    if problem := out_folder_problem(args.out, [args.run]):
+        print(f"bockparse-rootstudy: {problem}", file=sys.stderr)
+        return 1
     try:
         run = load_run(args.run)
     except (FileNotFoundError, ValueError) as err:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..cli.outputs import out_folder_problem
 from ..data.vocab import base_relation_ids
 from ..decoders import get_decoder, tree_score
 from ..losses.common import normalized_arc_scores
@@ -263,6 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write substitution.md and substitution.json here",
     )
     args = parser.parse_args(argv)
+    if problem := out_folder_problem(args.out, args.runs):
+        print(f"bockparse-substitute: {problem}", file=sys.stderr)
+        return 1
     reports, texts = [], []
     for run_dir in args.runs:
         try:

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..cli.outputs import out_folder_problem
 from ..data.conllu import DataError
 from ..rundir import write_atomic
 from .rows import (
@@ -693,6 +694,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if not found.runs:
         print(f"bockparse-table: no run folders under {', '.join(args.runs)}", file=sys.stderr)
+        return 2
+    if problem := out_folder_problem(args.out, [run.path for run in found.runs]):
+        print(f"bockparse-table: {problem}", file=sys.stderr)
         return 2
     groups = aggregate(found, stage=args.stage, layout=args.layout, seeds=seeds)
     text = render(groups, args.stage, args.layout)
