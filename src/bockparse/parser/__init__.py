@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..data.batch import Batch
-from ..data.conllu import Sentence, read_conllu
+from ..data.conllu import Sentence, read_conllu, source_name
 from ..data.subwords import WordPieces
 from ..data.vocab import Vocabs, base_relation_ids
 from ..decoders import get_decoder
@@ -35,7 +35,15 @@ from ..modelfile import ModelError
 from ..predict import predict_trees
 from . import files
 from .files import FORMAT, FORMAT_VERSION, Loaded
-from .inputs import LONG_SENTENCE_WORDS, batches, check_tags, parsed, read_sentences, warn_long
+from .inputs import (
+    LONG_SENTENCE_WORDS,
+    batches,
+    check_tags,
+    parsed,
+    read_sentences,
+    report_unknown,
+    warn_long,
+)
 from .settings import RunSettings, checked_settings, run_settings
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ModelError", "Parser", "RunSettings", "checked_settings",
@@ -140,7 +148,8 @@ class Parser:
         """The sentences of an input: a CoNLL-U file (HEAD and DEPREL ignored), ``Sentence``
         objects, or pre-tokenized sentences (lists of words, or dicts with ``forms`` and
         optionally ``upos``, ``xpos``, ``feats``); a warning when some are longer than
-        :attr:`long_sentence_words`.
+        :attr:`long_sentence_words`, and when more than 5 % of a tag input the model reads is
+        outside its vocabulary (:func:`.inputs.report_unknown`).
 
         Raises:
             DataError: a malformed file (``FILE:LINE: reason``) or sentence, or a tag input the
@@ -149,6 +158,7 @@ class Parser:
         sentences, source = read_sentences(data)
         check_tags(sentences, self.settings, self.vocabs, source)
         warn_long(sentences, self.long_sentence_words, source)
+        report_unknown(sentences, self.settings, self.vocabs, source, gold=False)
         return sentences
 
     def batches(
@@ -268,7 +278,9 @@ class Parser:
         Punctuation included unless ``exclude_punct`` names one of
         :data:`bockparse.metrics.PUNCT_EXCLUSIONS`, ROOT excluded, LAS on base relations,
         counts by :func:`bockparse.metrics.batch_counts`: on a run's test file, with the run's
-        decoder, batch size and exclusion, the scores of its ``metrics.json``.
+        decoder, batch size and exclusion, the scores of its ``metrics.json``. A warning when
+        more than 5 % of the gold relations or of a tag input the model reads is outside its
+        vocabularies (a model of another treebank; :func:`.inputs.report_unknown`).
 
         Returns:
             ``{"uas", "las", "lcm"}`` in percent and the integer counts ``words``, ``heads``,
@@ -279,7 +291,8 @@ class Parser:
             ValueError: an unknown decoder or exclusion.
         """
         gold = read_conllu(path, single_root=False, on_malformed="error", skip_option=None)
-        check_tags(gold, self.settings, self.vocabs, str(path))
+        check_tags(gold, self.settings, self.vocabs, source_name(path))
+        report_unknown(gold, self.settings, self.vocabs, source_name(path), gold=True)
         total = torch.zeros(len(COUNTS), dtype=torch.long)
         base_of = self._base_of.to(self.device)
         exclude = exclude_punct is not None

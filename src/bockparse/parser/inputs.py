@@ -1,9 +1,9 @@
 """From a parser's input to batches: CoNLL-U files, ``Sentence`` objects or pre-tokenized
 sentences (lists of words, or dicts with ``forms`` and optionally ``upos``, ``xpos``,
 ``feats``) become sentences (:func:`read_sentences`), checked against what the model reads
-(:func:`check_tags`, :func:`warn_long`), then batches of at most a word budget sorted by length,
-as in development evaluation (:func:`batches`); and predicted trees go back into copies of the
-sentences (:func:`parsed`)."""
+(:func:`check_tags`, :func:`warn_long`, :func:`report_unknown`), then batches of at most a word
+budget sorted by length, as in development evaluation (:func:`batches`); and predicted trees go
+back into copies of the sentences (:func:`parsed`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,15 @@ from typing import Any
 import torch
 
 from ..data.batch import Batch, Collator, TokenBudgetSampler
-from ..data.conllu import COLUMNS, DataError, Sentence, format_sentence, read_conllu
+from ..data.conllu import (
+    COLUMNS,
+    DataError,
+    Sentence,
+    control_character,
+    format_sentence,
+    read_conllu,
+    source_name,
+)
 from ..data.dataset import ParserDataset
 from ..data.subwords import WordPieces
 from ..data.vocab import SPECIALS, Vocabs
@@ -35,6 +43,9 @@ TAG_INPUTS = {
     "xpos": ("use_xpos", "XPOS"),
     "feats": ("use_feats", "FEATS"),
 }
+# Above this share of gold relations or input tags outside the model's vocabularies, the input
+# is most likely from another treebank (other labels, other tag sets): a warning says so.
+UNKNOWN_WARNING_SHARE = 0.05
 
 
 def words_sentence(index: int, item: Any) -> Sentence:
@@ -67,10 +78,10 @@ def words_sentence(index: int, item: Any) -> Sentence:
         zip(forms, tags["upos"], tags["xpos"], tags["feats"], strict=True), 1
     ):
         for value, column in zip(values, ("FORM", "UPOS", "XPOS", "FEATS"), strict=True):
-            if not isinstance(value, str) or not value or {"\t", "\n", "\r"} & set(value):
+            if not isinstance(value, str) or not value or control_character(value):
                 raise DataError(
                     f"{where}, word {i}: {column} {value!r} must be a non-empty string without "
-                    "tabs or line breaks"
+                    "tabs, line breaks or other control characters"
                 )
         form, upos, xpos, feats = values
         lines.append("\t".join([str(i), form, "_", upos, xpos, feats, "_", "_", "_", "_"]))
@@ -104,7 +115,7 @@ def read_sentences(data: str | os.PathLike | Sequence[Any]) -> tuple[list[Senten
         sentences = read_conllu(
             data, single_root=True, on_malformed="error", trees=False, skip_option=None
         )
-        return sentences, str(data)
+        return sentences, source_name(data)
     items = enumerate(data)
     return [s if isinstance(s, Sentence) else words_sentence(i, s) for i, s in items], "the input"
 
@@ -146,6 +157,63 @@ def check_tags(
                 "(bockparse-train model=biaffine-notags ..., or model/context=notags with any "
                 "model)"
             )
+
+
+def unknown_counts(
+    sentences: Sequence[Sentence], settings: RunSettings, vocabs: Vocabs, *, gold: bool
+) -> dict[str, tuple[int, int, int]]:
+    """How much of an input the model has no vocabulary entry for.
+
+    Args:
+        sentences: the input.
+        settings: the run's settings (which tag inputs the model reads).
+        vocabs: the model's vocabularies.
+        gold: also count the gold relations (evaluation).
+
+    Returns:
+        For each tag field the model reads (``upos``, ``xpos``, ``feats``) and, with ``gold``,
+        ``rels``: ``(values not in the model's vocabulary, values, the vocabulary's size)``,
+        specials left out of the size.
+    """
+    fields = [f for f, (switch, _) in TAG_INPUTS.items()
+              if settings.model["params"]["context"].get(switch)]  # fmt: skip
+    counts = {}
+    for field in [*fields, "rels"] if gold else fields:
+        vocab = getattr(vocabs, field)
+        known = set(vocab.itos) - (set() if field == "rels" else set(SPECIALS))
+        values = [v for s in sentences for v in getattr(s, field)]
+        counts[field] = (sum(v not in known for v in values), len(values), len(known))
+    return counts
+
+
+def report_unknown(
+    sentences: Sequence[Sentence],
+    settings: RunSettings,
+    vocabs: Vocabs,
+    source: str,
+    *,
+    gold: bool,
+) -> dict[str, tuple[int, int, int]]:
+    """Log the shares of :func:`unknown_counts` (INFO), and warn in one line when one is above
+    :data:`UNKNOWN_WARNING_SHARE`: a model evaluated on (or parsing) a treebank with other
+    labels or tag sets scores low with no error otherwise.
+
+    Returns:
+        :func:`unknown_counts`.
+    """
+    counts = unknown_counts(sentences, settings, vocabs, gold=gold)
+    names = {"rels": "gold relations", **{f: f"{c} tags" for f, (_, c) in TAG_INPUTS.items()}}
+    shares = {f: unknown / total for f, (unknown, total, _) in counts.items() if total}
+    if shares:
+        listed = ", ".join(f"{100 * v:.1f} % of {names[f]}" for f, v in shares.items())
+        log.info("%s: not in the model's vocabularies: %s", source, listed)
+    high = [f"{100 * v:.1f} % of the {names[f]} are not in the model's {counts[f][2]:,} "
+            f"{'relations' if f == 'rels' else names[f]}"
+            for f, v in shares.items() if v > UNKNOWN_WARNING_SHARE]  # fmt: skip
+    if high:
+        log.warning("%s: %s (trained on another treebank? scores and trees will be poor)",
+                    source, "; ".join(high))  # fmt: skip
+    return counts
 
 
 def batches(
