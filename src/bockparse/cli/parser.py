@@ -12,6 +12,8 @@ output; everything else the commands print then goes to standard error.
 from __future__ import annotations
 
 import argparse
+import errno
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +39,17 @@ def _fail(program: str, err: Exception | str) -> int:
 def _interrupted(program: str) -> int:
     print(f"{program}: interrupted; nothing written", file=sys.stderr)
     return 130
+
+
+def save_failure(err: RuntimeError, needed: int, out: str) -> str:
+    """One line for a model file that torch could not write: its zip writer turns a failed
+    write (a full disk) into a ``RuntimeError`` that names neither the file nor the reason, so
+    the free space of the output's folder against the ``needed`` bytes tells."""
+    free = shutil.disk_usage(Path(out).resolve().parent).free
+    if free < needed:
+        full = describe_os_error(OSError(errno.ENOSPC, "No space left on device"), out)
+        return f"{full} ({needed / 2**20:.1f} MiB needed, {free / 2**20:.1f} MiB free)"
+    return f"cannot write {out}: {str(err).splitlines()[0] if str(err) else 'the write failed'}"
 
 
 def _model_argument(parser: argparse.ArgumentParser) -> None:
@@ -179,6 +192,10 @@ def export(argv: Sequence[str] | None = None) -> int:
         size = model.save(args.out)
     except OSError as err:
         return _fail(parser.prog, describe_os_error(err, args.out))
+    except RuntimeError as err:  # torch's report of a failed write (save_failure)
+        weights = model.scorer.state_dict().values()
+        needed = sum(t.numel() * t.element_size() for t in weights)
+        return _fail(parser.prog, save_failure(err, needed, args.out))
     except KeyboardInterrupt:
         return _interrupted(parser.prog)
     print(f"{args.out}: {size / 2**20:.1f} MiB (from {Path(args.run)})")

@@ -76,6 +76,17 @@ def test_a_full_disk_names_the_output_and_leaves_nothing(smoke_run, tmp_path, ca
     assert _line(capsys) == f"bockparse-export: cannot write {model}: file too large"
     assert list(out.parent.iterdir()) == []
 
+    def torch_full_disk(*args, **kwargs):  # what torch's zip writer raises on a full disk
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598")
+
+    monkeypatch.setattr(torch, "save", torch_full_disk)
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1000))
+    assert export_cli([str(smoke_run), "--out", str(model)]) == 1
+    line = _line(capsys)
+    assert line.startswith(f"bockparse-export: cannot write {model}: no space left on the device ")
+    assert line.endswith(" MiB needed, 0.0 MiB free)") and list(out.parent.iterdir()) == []
+
 
 def test_a_damaged_run_config_is_one_line(smoke_run, tmp_path, capsys):
     run = tmp_path / "run"
