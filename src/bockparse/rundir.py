@@ -137,13 +137,29 @@ def _kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
+def _through_proc(link: str) -> bool:
+    """Whether the symlink ``link`` leads through ``/proc`` (Linux's ``/dev/stdout`` is a link
+    to ``/proc/self/fd/1``, a link to whatever the process's standard output is, a regular
+    file included): renaming over such a link would replace ``/dev/stdout`` itself."""
+    hop = os.path.abspath(link)
+    for _ in range(40):  # the kernel's bound on nested links
+        if os.path.realpath(os.path.dirname(hop)).startswith("/proc/"):
+            return True
+        try:
+            hop = os.path.join(os.path.dirname(hop), os.readlink(hop))
+        except OSError:  # not a link: the end of the chain
+            return False
+    return False
+
+
 def check_replaceable(path: str | os.PathLike) -> None:
     """Check that ``path`` is a regular file, a symlink to one (or to nothing), or absent:
     what :func:`atomic_path` may replace.
 
     Raises:
         OSError: naming ``path`` and what it is (a folder, a FIFO, a device such as
-            ``/dev/stdout``, a socket, or a link to one).
+            ``/dev/null``, a socket, a link to one, or a link to a process's open file such as
+            ``/dev/stdout``, whatever that file is).
     """
     target = Path(path)
     try:
@@ -159,9 +175,12 @@ def check_replaceable(path: str | os.PathLike) -> None:
         except OSError as err:  # a loop or an unreadable folder on the way
             raise OSError(err.errno, f"a symlink that cannot be resolved ({err.strerror})",
                           str(target)) from None  # fmt: skip
-    if stat.S_ISREG(mode):
+    if link and _through_proc(os.fspath(target)):
+        what = "a symlink to a process's open file (as /dev/stdout is)"
+    elif stat.S_ISREG(mode):
         return
-    what = ("a symlink to " if link else "") + _kind(mode)
+    else:
+        what = ("a symlink to " if link else "") + _kind(mode)
     raise OSError(errno.EINVAL, f"it is {what}, not a regular file: give a file name "
                   "(- writes standard output where a command allows it)", str(target))  # fmt: skip
 

@@ -90,3 +90,16 @@ def test_a_failed_write_names_the_target_never_the_temporary(tmp_path, monkeypat
     assert rundir.describe_os_error(caught.value, target) == (
         f"cannot write {target}: permission denied"
     )
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="no /proc (not Linux)")
+def test_a_link_to_a_process_open_file_is_refused_even_when_that_file_is_regular(tmp_path):
+    """``--out /dev/stdout`` with standard output redirected to a file: /dev/stdout is a link
+    to /proc/self/fd/1, a link to that regular file; renaming over it would replace the
+    system's /dev/stdout. A link of the same shape in the test's folder stands in for it."""
+    with open(tmp_path / "redirected.txt", "wb") as f:
+        stdout = tmp_path / "stdout"
+        stdout.symlink_to(f"/proc/self/fd/{f.fileno()}")
+        with pytest.raises(OSError, match="a symlink to a process's open file"):
+            rundir.write_atomic(stdout, "data")
+    assert stdout.is_symlink() and (tmp_path / "redirected.txt").read_bytes() == b""
