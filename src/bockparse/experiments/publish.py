@@ -75,8 +75,10 @@ def read_regular(run_dir: Path, name: str | os.PathLike) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
-    except OSError:  # ELOOP: a symlink (O_NOFOLLOW); or a socket, an unreadable file
+    except OSError as err:  # ELOOP: a symlink (O_NOFOLLOW); ENXIO: a socket; or unreadable
         mode = path.lstat().st_mode
+        if stat.S_ISREG(mode):
+            raise ValueError(f"cannot read {path} ({err.strerror})") from None
         raise ValueError(f"{path} is {_what(mode)}: publish copies regular files only") from None
     with os.fdopen(fd, "rb") as f:
         mode = os.fstat(fd).st_mode
@@ -160,6 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", required=True, metavar="DIR")
     args = parser.parse_args(argv)
     out = Path(args.out)
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        what = "a symlink" if out.is_symlink() else "not a folder"
+        print(f"bockparse-publish: --out {out} is {what}: publish writes into real folders only",
+              file=sys.stderr)  # fmt: skip
+        return 1
     for given in args.runs:
         problem = inside_problem(out, [(given, given)], "the folder")
         if problem is None and Path(given).resolve().is_relative_to(out.resolve()):

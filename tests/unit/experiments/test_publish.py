@@ -124,7 +124,11 @@ def test_nothing_is_written_through_a_symlinked_destination(tmp_path, capsys):
     out = tmp_path / "published"
     out.symlink_to(victim)  # --out itself
     assert main([str(tmp_path / "multirun"), "--out", str(out)]) == 1
-    assert f"{out} is a symlink where a destination folder belongs" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"bockparse-publish: --out {out} is a symlink: publish writes into real folders only\n"
+    )
+    with pytest.raises(ValueError, match=f"{out} is a symlink where a destination folder belongs"):
+        publish_run(run, out / "run", out)
     out.unlink()
     (out / "table1-ud-ewt").mkdir(parents=True)
     (out / "table1-ud-ewt" / "local-ce-cle").symlink_to(victim)  # a folder below it
