@@ -211,3 +211,19 @@ def test_the_experiment_commands_refuse_an_output_inside_a_run_they_read(tmp_pat
     assert not out.exists()
     assert table.main([str(sweep), "--out", str(sweep / "table"), "--no-plots"]) == 0  # make sweep
     assert (sweep / "table" / "table1.md").is_file()
+
+
+def test_a_relation_label_with_a_line_break_is_never_written(untrained, tmp_path):
+    """A model whose vocabulary holds ``nsubj\\n1\\tinjected...`` (a crafted file; the model
+    loader refuses such vocabularies too) cannot write it into a prediction: no injected
+    line, one clear error."""
+    from bockparse.data import DataError
+
+    parser = untrained(NOTAGS)
+    parser.relations = [f"{label}\n1\tinjected\t_\t_\t_\t_\t0\troot\t_\t_" for label in
+                        parser.relations]  # fmt: skip
+    with pytest.raises(
+        DataError,
+        match=r"relation label '[a-z:]+\\n1\\tinjected.* holds the control character U\+000A",
+    ):
+        parser.predict(_first(tmp_path / "in.conllu", 3))
