@@ -48,6 +48,9 @@ STANDARD_INPUT_NAME = "<stdin>"  # standard input in messages
 # return included) and the Unicode line and paragraph separators, which line splitters other
 # than this reader's break lines at.
 CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# The same in UTF-8 bytes, the tab and the line feed left out: a file without any (nearly every
+# file) skips the check of each line.
+_CONTROL_BYTES = re.compile(b"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
 
 OnMalformed = Literal["error", "skip"]
 
@@ -210,10 +213,13 @@ def _check_tree(path: str, sentence: Sentence, single_root: bool) -> None:
         )
 
 
-def _parse_sentence(path: str, lines: list[str], start: int, trees: bool) -> Sentence:
+def _parse_sentence(
+    path: str, lines: list[str], start: int, trees: bool, controls: bool = True
+) -> Sentence:
     """Parse one block; line problems go to ``sentence.problems`` (tree checks come later).
 
     Without ``trees``, HEAD and DEPREL are not read: heads are ``-1`` and relations ``_``.
+    ``controls``: the file may hold a control character (else the lines are not searched).
     """
     sentence = Sentence(lines=lines, line=start)
     problems = sentence.problems
@@ -241,7 +247,7 @@ def _parse_sentence(path: str, lines: list[str], start: int, trees: bool) -> Sen
             name = COLUMNS[cols.index("")]
             problems.append(Problem(path, number, f"empty {name} column (use _ for no value)"))
             continue
-        if CONTROL_CHARACTER.search(line.replace("\t", " ")):
+        if controls and CONTROL_CHARACTER.search(line.replace("\t", " ")):
             name, char = next((c, u) for c, v in zip(COLUMNS, cols, strict=True)
                               if (u := control_character(v)))  # fmt: skip
             problems.append(Problem(path, number, f"control character {char} in {name}"))
@@ -322,6 +328,7 @@ def parse_conllu(
     except OSError as e:  # gzip.BadGzipFile included
         raise DataError(f"{name}: cannot read file ({e.strerror or e})") from None
     lines, decode_problems = _decode(name, data)
+    controls = _CONTROL_BYTES.search(data) is not None
     if lines[-1] == "":  # the text after the final newline
         lines.pop()
     file_problems: list[Problem] = []
@@ -337,10 +344,11 @@ def parse_conllu(
         elif start is None:
             file_problems.append(Problem(name, number, "empty sentence: extra blank line"))
         else:
-            sentences.append(_parse_sentence(name, lines[start - 1 : number - 1], start, trees))
+            block = lines[start - 1 : number - 1]
+            sentences.append(_parse_sentence(name, block, start, trees, controls))
             start = None
     if start is not None:
-        sentences.append(_parse_sentence(name, lines[start - 1 :], start, trees))
+        sentences.append(_parse_sentence(name, lines[start - 1 :], start, trees, controls))
         file_problems.append(
             Problem(name, len(lines), "missing blank line after the last sentence")
         )
