@@ -21,13 +21,14 @@ from bockparse.training.train import CONF_DIR
 REPO = Path(CONF_DIR).parent
 # table -> (committed run folders, bockparse-table options, the folder its committed files are
 # in, the files it writes). --strict: every expected run is committed and finished (a missing
-# one fails the test).
+# one fails the test); --expect table1: the Table 1 preset's conditions and seeds are expected.
+TABLE1 = ["--strict", "--expect", "table1"]
 PUBLISHED = {
-    "table1-ud-first-budget": ("experiments/table1-ud/first-budget/runs", ["--strict"],
+    "table1-ud-first-budget": ("experiments/table1-ud/first-budget/runs", TABLE1,
                                "experiments/table1-ud/first-budget", ("table1.md", "table1.csv")),
     "ablation": ("experiments/ablation/runs", ["--layout", "grid", "--strict"],
                  "experiments/ablation", ("ablation.md", "ablation.csv")),
-    "table1-ud": ("experiments/table1-ud/runs", ["--strict"], "experiments/table1-ud",
+    "table1-ud": ("experiments/table1-ud/runs", TABLE1, "experiments/table1-ud",
                   ("table1.md", "table1.csv")),
 }  # fmt: skip
 

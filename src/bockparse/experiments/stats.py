@@ -127,15 +127,24 @@ def detectable_difference(sd: float, n: int, alpha: float = 0.05, target: float 
     return float(optimize.brentq(lambda d: power(d, sd, n, alpha) - target, 0.0, high, xtol=1e-12))
 
 
+# Below this many seeds an equivalence reading carries a caution: with two, the t interval
+# rests on one degree of freedom, a single spread estimate.
+CAUTION_SEEDS = 3
+
+
 def verdict(p_difference: float | None, p_equivalence: float | None, margin: float,
-            alpha: float = 0.05) -> str:  # fmt: skip
-    """What a (Holm-adjusted) pair of p-values supports, in words (module doc)."""
+            alpha: float = 0.05, seeds: int | None = None) -> str:  # fmt: skip
+    """What a (Holm-adjusted) pair of p-values supports, in words (module doc); an equivalence
+    over ``seeds`` < :data:`CAUTION_SEEDS` seeds says so."""
     if p_difference is None or p_equivalence is None:
         return "not testable (fewer than two seeds, or no spread)"
     if p_difference < alpha:
         return "difference detected"
     if p_equivalence < alpha:
-        return f"equivalent within ±{margin:g}"
+        caution = ""
+        if seeds is not None and seeds < CAUTION_SEEDS:
+            caution = f" (caution: only {seeds} seeds)"
+        return f"equivalent within ±{margin:g}{caution}"
     return "no difference detected (not shown equivalent)"
 
 
