@@ -4,7 +4,8 @@
 plateau, and its ``first-budget``, 400 and 300 updates) and the loss × decoder grid of
 ``experiments/ablation``; with the gold treebanks, both stand-ins' sentence-level bootstrap
 intervals, their punctuation-excluded re-evaluations, the transition-vs-graph summary and the
-ablation's decoder comparison regenerate too."""
+ablation's decoder comparison regenerate too. The stop-time analysis of the plateau runs
+(``python -m bockparse.experiments.stopping``) regenerates from the committed curves alone."""
 
 from __future__ import annotations
 
@@ -41,6 +42,20 @@ def test_a_published_table_regenerates_from_its_committed_runs(table, tmp_path, 
     for name in files:
         committed = REPO / folder / name
         assert (tmp_path / name).read_bytes() == committed.read_bytes(), name
+
+
+def test_the_stop_time_analysis_regenerates(tmp_path, monkeypatch):
+    """``experiments/table1-ud/stopping``: the tables byte for byte from the committed run
+    folders' curves and metrics; the figures are produced."""
+    from bockparse.experiments.stopping import main as stopping_main
+
+    monkeypatch.chdir(REPO)  # the report names the run folders as given, relative to the repo
+    assert stopping_main([PUBLISHED["table1-ud"][0], "--out", str(tmp_path)]) == 0
+    committed = REPO / "experiments" / "table1-ud" / "stopping"
+    for name in ("stopping.md", "matched.csv", "seeds.csv"):
+        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
+    for name in ("matched_dev.png", "test_vs_best.png"):
+        assert (tmp_path / name).stat().st_size > 10_000, name
 
 
 @pytest.mark.parametrize("table, folder", [("table1-ud-first-budget", "table1-ud"),
