@@ -58,6 +58,14 @@ def test_the_stop_time_analysis_regenerates(tmp_path, monkeypatch):
         assert (tmp_path / name).stat().st_size > 10_000, name
 
 
+def test_the_holm_family_over_both_scorings_regenerates():
+    """``experiments/table1-ud/holm_both_scorings.py``: the twelve TOSTs of the committed
+    punctuation-included and -excluded tables, Holm over all twelve."""
+    script = REPO / "experiments" / "table1-ud" / "holm_both_scorings.py"
+    done = subprocess.run([sys.executable, str(script)], check=True, capture_output=True)
+    assert done.stdout == (script.parent / "holm-both-scorings.md").read_bytes()
+
+
 @pytest.mark.parametrize("table, folder", [("table1-ud-first-budget", "table1-ud"),
                                            ("table1-ud", "table1-ud-plateau")])  # fmt: skip
 def test_the_punctuation_excluded_table_regenerates(table, folder, tmp_path, monkeypatch):
