@@ -4,7 +4,8 @@
 plateau, and its ``first-budget``, 400 and 300 updates) and the loss × decoder grid of
 ``experiments/ablation``; with the gold treebanks, both stand-ins' sentence-level bootstrap
 intervals, their punctuation-excluded re-evaluations, the transition-vs-graph summary and the
-ablation's decoder comparison regenerate too."""
+ablation's decoder comparison regenerate too. The stop-time analysis of the plateau runs
+(``python -m bockparse.experiments.stopping``) regenerates from the committed curves alone."""
 
 from __future__ import annotations
 
@@ -21,13 +22,14 @@ from bockparse.training.train import CONF_DIR
 REPO = Path(CONF_DIR).parent
 # table -> (committed run folders, bockparse-table options, the folder its committed files are
 # in, the files it writes). --strict: every expected run is committed and finished (a missing
-# one fails the test).
+# one fails the test); --expect table1: the Table 1 preset's conditions and seeds are expected.
+TABLE1 = ["--strict", "--expect", "table1"]
 PUBLISHED = {
-    "table1-ud-first-budget": ("experiments/table1-ud/first-budget/runs", ["--strict"],
+    "table1-ud-first-budget": ("experiments/table1-ud/first-budget/runs", TABLE1,
                                "experiments/table1-ud/first-budget", ("table1.md", "table1.csv")),
     "ablation": ("experiments/ablation/runs", ["--layout", "grid", "--strict"],
                  "experiments/ablation", ("ablation.md", "ablation.csv")),
-    "table1-ud": ("experiments/table1-ud/runs", ["--strict"], "experiments/table1-ud",
+    "table1-ud": ("experiments/table1-ud/runs", TABLE1, "experiments/table1-ud",
                   ("table1.md", "table1.csv")),
 }  # fmt: skip
 
@@ -40,6 +42,28 @@ def test_a_published_table_regenerates_from_its_committed_runs(table, tmp_path, 
     for name in files:
         committed = REPO / folder / name
         assert (tmp_path / name).read_bytes() == committed.read_bytes(), name
+
+
+def test_the_stop_time_analysis_regenerates(tmp_path, monkeypatch):
+    """``experiments/table1-ud/stopping``: the tables byte for byte from the committed run
+    folders' curves and metrics; the figures are produced."""
+    from bockparse.experiments.stopping import main as stopping_main
+
+    monkeypatch.chdir(REPO)  # the report names the run folders as given, relative to the repo
+    assert stopping_main([PUBLISHED["table1-ud"][0], "--out", str(tmp_path)]) == 0
+    committed = REPO / "experiments" / "table1-ud" / "stopping"
+    for name in ("stopping.md", "matched.csv", "seeds.csv"):
+        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
+    for name in ("matched_dev.png", "test_vs_best.png"):
+        assert (tmp_path / name).stat().st_size > 10_000, name
+
+
+def test_the_holm_family_over_both_scorings_regenerates():
+    """``experiments/table1-ud/holm_both_scorings.py``: the twelve TOSTs of the committed
+    punctuation-included and -excluded tables, Holm over all twelve."""
+    script = REPO / "experiments" / "table1-ud" / "holm_both_scorings.py"
+    done = subprocess.run([sys.executable, str(script)], check=True, capture_output=True)
+    assert done.stdout == (script.parent / "holm-both-scorings.md").read_bytes()
 
 
 @pytest.mark.parametrize("table, folder", [("table1-ud-first-budget", "table1-ud"),

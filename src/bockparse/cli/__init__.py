@@ -25,6 +25,8 @@ EXTRAS = {
     "omegaconf": "train",
     "wandb": "train",
     "matplotlib": "sweep",
+    "scipy": "sweep",
+    "statsmodels": "sweep",
 }
 
 

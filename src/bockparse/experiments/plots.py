@@ -1,6 +1,7 @@
 """PNG figures (matplotlib, Agg): development LAS against update per condition, Table 1 bars,
-and the root-constraint bars. Development curves are each run's CSV log
-(:func:`.runs.dev_curve`).
+the root-constraint bars, and the stop-time figures of :mod:`.stopping` (paired development
+differences at matched updates, test LAS against the best update). Development curves are each
+run's CSV log (:func:`.runs.dev_curve`).
 """
 
 from __future__ import annotations
@@ -137,6 +138,86 @@ def plot_root_violations(rows: Sequence[Mapping], path: str | Path, title: str) 
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_matched_differences(pairs: Sequence, path: str | Path, start: int = 500) -> Path:
+    """Development LAS differences at matched updates (:class:`.stopping.Pair`): one panel per
+    treebank and comparison, a thin line per seed (its dot: the matched update of
+    :mod:`.stopping`, the earlier of the two best updates),
+    the mean over seeds with its 90 % Student-t band where every seed has the update; from
+    update ``start`` (the first evaluations differ by several points and would flatten the
+    rest; every update is in ``matched.csv``)."""
+    from .stats import paired_test
+
+    plt = _pyplot()
+    families: dict[tuple[str, str], list] = {}
+    for p in pairs:
+        families.setdefault((p.group.label, " − ".join(map(row_label, p.rows))), []).append(p)
+    labels = list(dict.fromkeys(k[0] for k in families))
+    comparisons = list(dict.fromkeys(k[1] for k in families))
+    fig, axes = plt.subplots(len(labels), len(comparisons), squeeze=False,
+                             figsize=(4.6 * len(comparisons), 3.2 * len(labels)))  # fmt: skip
+    for (label, comparison), family in families.items():
+        ax = axes[labels.index(label)][comparisons.index(comparison)]
+        per_seed = {p.seed: p.matched() for p in family}
+        for i, p in enumerate(family):
+            m = {u: v for u, v in per_seed[p.seed].items() if u >= start}
+            ax.plot(list(m), list(m.values()), color=f"C{i}", linewidth=0.8, alpha=0.7,
+                    label=f"seed {p.seed}")  # fmt: skip
+            matched = min(p.best_updates)
+            if matched in m:
+                ax.plot([matched], [m[matched]], "o", color=f"C{i}", markersize=4)
+        common = sorted(set.intersection(*(set(m) for m in per_seed.values())))
+        common = [u for u in common if u >= start]
+        if len(per_seed) >= 2 and common:
+            tests = [paired_test({s: m[u] for s, m in per_seed.items()}, 0.5, 0.90) for u in common]
+            ax.plot(common, [t.mean for t in tests], color="k", linewidth=1.5, label="mean")
+            spread = [(u, t) for u, t in zip(common, tests, strict=True) if t.ci_low is not None]
+            ax.fill_between([u for u, _ in spread], [t.ci_low for _, t in spread],
+                            [t.ci_high for _, t in spread], color="k", alpha=0.12,
+                            linewidth=0, label="90 % CI")  # fmt: skip
+        ax.axhline(0.0, color="grey", linewidth=0.8)
+        ax.set_title(f"{label}: {comparison}", fontsize=9)
+        ax.set_xlabel("update")
+        ax.set_ylabel("dev LAS difference")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("Paired development LAS differences at matched updates (dot: the earlier best)",
+                 fontsize=10)  # fmt: skip
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_test_vs_best(groups: Sequence, fits: Sequence, path: str | Path) -> Path:
+    """Test LAS against the update of the best development LAS, one panel per treebank with a
+    fit (:class:`.stopping.Regression`): each run a point coloured by its condition, the
+    least-squares line."""
+    plt = _pyplot()
+    fitted = {f.label: f for f in fits}
+    groups = [g for g in groups if g.label in fitted]
+    fig, axes = plt.subplots(1, max(1, len(groups)), figsize=(5 * max(1, len(groups)), 3.8),
+                             squeeze=False)  # fmt: skip
+    for ax, g in zip(axes[0], groups, strict=False):
+        xs, ys = [], []
+        for i, key in enumerate(g.cells):
+            runs = [r for r in g.used if row_key(r, g.layout) == key]
+            x = [r.metrics["best_step"] for r in runs]
+            y = [r.metrics["test/las"] for r in runs]
+            ax.scatter(x, y, color=f"C{i}", label=row_label(key), zorder=3)
+            xs += x
+            ys += y
+        f = fitted[g.label]
+        x_mean, y_mean = statistics.fmean(xs), statistics.fmean(ys)
+        line_x = [min(xs), max(xs)]
+        ax.plot(line_x, [y_mean + f.slope * (u - x_mean) / 1000 for u in line_x], color="k",
+                linewidth=1, label=f"{f.slope:+.2f} per 1,000, r = {f.r:.2f}")  # fmt: skip
+        ax.set_title(g.label, fontsize=9)
+        ax.set_xlabel("update of the best dev LAS")
+        ax.set_ylabel("test LAS (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     return _save(fig, path)
 

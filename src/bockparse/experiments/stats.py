@@ -1,16 +1,21 @@
 """The statistics behind the experiment tables: paired differences over seeds with Student-t
 confidence intervals, the two one-sided tests (TOST) of equivalence within a margin, Holm's
-step-down correction across a table's comparisons, and sentence-level bootstrap intervals.
+step-down correction across a table's comparisons, the power of the paired t-test (the smallest
+difference it detects), and sentence-level bootstrap intervals.
 
-Standard library only (no SciPy): the Student-t distribution function is the regularised
-incomplete beta function, evaluated by its continued fraction (Press et al., *Numerical
-Recipes*, §6.4), and its quantiles by bisection on it.
+The distributions and tests are the field's reference implementations: ``scipy.stats`` (the
+paired t-test as ``ttest_1samp`` of the differences, which is ``ttest_rel``; the Student-t and
+noncentral-t distributions) and ``statsmodels`` (``ttost_paired``, ``multipletests(method=
+"holm")``).
 
 What the numbers license (:func:`verdict`): a difference is *detected* when the paired t-test
 rejects 0 after Holm's correction; *equivalence within ±margin* is claimed only when the TOST
-rejects both one-sided nulls (|difference| ≥ margin) after Holm's correction, which at level α
-is the same as the (1 − 2α) interval lying inside ±margin. Neither: "no difference detected",
-which is not evidence of equivalence.
+rejects both one-sided nulls (|difference| ≥ margin) after Holm's correction. Uncorrected, a
+TOST rejection at level α is the (1 − 2α) interval (90 % at α = 0.05) lying inside ±margin;
+after Holm's correction over k tests the smallest p-value must pass α/k, which is the
+(1 − 2α/k) interval lying inside ±margin (98.3 % for k = 6). Neither: "no difference
+detected", which is not evidence of equivalence; :func:`detectable_difference` says how large
+a difference the test would have found.
 """
 
 from __future__ import annotations
@@ -21,72 +26,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny, eps = 1e-300, 1e-15
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < eps:
-            return h
-    raise ArithmeticError(f"incomplete beta: no convergence for a={a}, b={b}, x={x}")
-
-
-def regularized_beta(a: float, b: float, x: float) -> float:
-    """I_x(a, b), the regularised incomplete beta function, for ``0 <= x <= 1``."""
-    if not 0.0 <= x <= 1.0:
-        raise ValueError(f"x must lie in [0, 1], got {x}")
-    if x in (0.0, 1.0):
-        return x
-    front = math.exp(
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
-    if df <= 0:
-        raise ValueError(f"degrees of freedom must be positive, got {df}")
-    tail = 0.5 * regularized_beta(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t > 0 else tail
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection)."""
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p must lie in (0, 1), got {p}")
-    lo, hi = -1.0, 1.0
-    while t_cdf(lo, df) > p:
-        lo *= 2.0
-    while t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+import numpy as np
+from scipy import optimize
+from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.weightstats import ttost_paired
 
 
 @dataclass(frozen=True)
@@ -121,7 +65,11 @@ class PairedTest:
 def paired_test(differences: Mapping[int, float], margin: float, level: float = 0.90) -> PairedTest:
     """Mean difference, its Student-t interval, the paired t-test and the TOST against
     ``±margin`` (``margin > 0``). Below two seeds, or with all differences equal, the interval
-    and the p-values are ``None`` (no spread to test with)."""
+    and the p-values are ``None`` (no spread to test with).
+
+    The t-test is ``scipy.stats.ttest_1samp`` of the differences against 0 (the paired t-test,
+    ``ttest_rel``, of the two conditions), the interval its ``confidence_interval(level)``, the
+    TOST ``statsmodels``' ``ttost_paired`` (the larger of the two one-sided p-values)."""
     if margin <= 0:
         raise ValueError(f"the equivalence margin must be positive, got {margin}")
     diffs = dict(sorted(differences.items()))
@@ -130,37 +78,73 @@ def paired_test(differences: Mapping[int, float], margin: float, level: float = 
     sd = statistics.stdev(diffs.values()) if n >= 2 else None
     if n < 2 or not sd:
         return PairedTest(diffs, mean, sd, None, None, level, None, None, margin)
-    se, df = sd / math.sqrt(n), n - 1
-    half = t_quantile(0.5 + level / 2.0, df) * se
-    p_diff = 2.0 * (1.0 - t_cdf(abs(mean) / se, df))
-    p_lower = 1.0 - t_cdf((mean + margin) / se, df)  # H0: difference <= -margin
-    p_upper = t_cdf((mean - margin) / se, df)  # H0: difference >= +margin
+    values = np.array(list(diffs.values()), dtype=np.float64)
+    test = sps.ttest_1samp(values, 0.0)
+    ci = test.confidence_interval(level)
+    p_equiv = ttost_paired(values, np.zeros_like(values), -margin, margin)[0]
     return PairedTest(
-        diffs, mean, sd, mean - half, mean + half, level, p_diff, max(p_lower, p_upper), margin
-    )
+        diffs, mean, sd, float(ci.low), float(ci.high), level, float(test.pvalue),
+        float(p_equiv), margin,
+    )  # fmt: skip
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
-    """Holm's step-down adjusted p-values (``None`` entries are left out of the family)."""
-    present = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
-    m = len(present)
+    """Holm's step-down adjusted p-values (``statsmodels``' ``multipletests(method="holm")``);
+    ``None`` entries are left out of the family."""
+    present = [i for i, p in enumerate(p_values) if p is not None]
     adjusted: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for k, (p, i) in enumerate(present):
-        running = max(running, min(1.0, (m - k) * p))
-        adjusted[i] = running
+    if present:
+        corrected = multipletests([p_values[i] for i in present], method="holm")[1]
+        for i, p in zip(present, corrected, strict=True):
+            adjusted[i] = float(p)
     return adjusted
 
 
+def power(difference: float, sd: float, n: int, alpha: float = 0.05) -> float:
+    """The probability that the two-sided paired t-test at level ``alpha`` over ``n`` seeds
+    rejects "no difference" when the true mean difference is ``difference`` and the seed
+    standard deviation of the differences ``sd``: the noncentral t (``scipy.stats.nct``, ``n -
+    1`` degrees of freedom, noncentrality ``difference·√n / sd``) beyond ±t_{1−α/2}. Both tails
+    are upper tails (``P(T < −c; δ) = P(T > c; −δ)``): scipy's far lower-tail ``cdf`` can be
+    NaN where its ``sf`` is not."""
+    if n < 2 or sd <= 0:
+        raise ValueError(f"power needs n >= 2 and sd > 0, got n={n}, sd={sd}")
+    df = n - 1
+    critical = sps.t.ppf(1.0 - alpha / 2.0, df)
+    shift = difference * math.sqrt(n) / sd
+    return float(sps.nct.sf(critical, df, shift) + sps.nct.sf(critical, df, -shift))
+
+
+def detectable_difference(sd: float, n: int, alpha: float = 0.05, target: float = 0.80) -> float:
+    """The smallest true mean difference the two-sided paired t-test at level ``alpha`` over
+    ``n`` seeds detects with probability ``target`` (:func:`power`), for a seed standard
+    deviation of the differences ``sd``; in the units of ``sd``."""
+    if n < 2 or sd <= 0:
+        raise ValueError(f"a detectable difference needs n >= 2 and sd > 0, got n={n}, sd={sd}")
+    high = sd
+    while power(high, sd, n, alpha) < target:
+        high *= 2.0
+    return float(optimize.brentq(lambda d: power(d, sd, n, alpha) - target, 0.0, high, xtol=1e-12))
+
+
+# Below this many seeds an equivalence reading carries a caution: with two, the t interval
+# rests on one degree of freedom, a single spread estimate.
+CAUTION_SEEDS = 3
+
+
 def verdict(p_difference: float | None, p_equivalence: float | None, margin: float,
-            alpha: float = 0.05) -> str:  # fmt: skip
-    """What a (Holm-adjusted) pair of p-values supports, in words (module doc)."""
+            alpha: float = 0.05, seeds: int | None = None) -> str:  # fmt: skip
+    """What a (Holm-adjusted) pair of p-values supports, in words (module doc); an equivalence
+    over ``seeds`` < :data:`CAUTION_SEEDS` seeds says so."""
     if p_difference is None or p_equivalence is None:
         return "not testable (fewer than two seeds, or no spread)"
     if p_difference < alpha:
         return "difference detected"
     if p_equivalence < alpha:
-        return f"equivalent within ±{margin:g}"
+        caution = ""
+        if seeds is not None and seeds < CAUTION_SEEDS:
+            caution = f" (caution: only {seeds} seeds)"
+        return f"equivalent within ±{margin:g}{caution}"
     return "no difference detected (not shown equivalent)"
 
 

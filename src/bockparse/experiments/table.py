@@ -1,12 +1,17 @@
 """``bockparse-table``: Table 1 of Wang & Park (2026) from run folders, and the ablation grid.
 
 Every run's ``metrics.json`` is read (:mod:`.runs`); runs are grouped into treebank columns by
-``(experiment_name, data config)``. For each condition and metric the cell is the mean ± sample
-standard deviation (``n - 1`` in the denominator; no deviation for ``n = 1``) over seeds, from
-full-precision rates, rounded only for presentation (the paper's Appendix B). Below the table
-come the per-seed paired LAS differences hinge-Bock − hinge-CL/E and every missing, failed or
+``(experiment_name, data config)``; the rows are the conditions run. For each condition and
+metric the cell is the mean ± sample standard deviation (``n - 1`` in the denominator; no
+deviation for ``n = 1``) over seeds, from full-precision rates, rounded only for presentation
+(the paper's Appendix B). Below the table come the per-seed paired LAS differences hinge-Bock −
+hinge-CL/E, the paired comparisons with the power of their tests, and every missing, failed or
 duplicated run: a run without ``metrics.json`` is listed, never averaged over. For
 ``table1-ptb`` and ``table1-ctb`` the paper's published test means sit beside ours.
+
+What counts as missing: every (row, seed) cell of the grid that was run (the rows and seeds of
+the runs found, plus the seeds their sweeps' ``multirun.yaml`` asked for), or with ``--expect
+table1`` the Table 1 preset (its three conditions and the paper's seeds 1111, 2222, 3333).
 
 ``--layout grid`` prints the loss × decoder grid of ``sweep=ablation`` instead.
 """
@@ -35,7 +40,15 @@ from .rows import (
     row_order,
 )
 from .runs import Discovery, Run, discover, metric, plateau, resumes
-from .stats import PairedTest, bootstrap_interval, holm, paired_test, verdict
+from .stats import (
+    PairedTest,
+    bootstrap_interval,
+    detectable_difference,
+    holm,
+    paired_test,
+    power,
+    verdict,
+)
 
 PAIRED = ("hinge-bock", "hinge-cle")  # the paired difference is first minus second
 # The table's comparisons (first minus second, paired on seeds) and the equivalence margin of
@@ -47,6 +60,11 @@ MARGIN = 0.5
 # evaluations before its last (issue 29's acceptance); fewer: it stopped while still rising.
 PLATEAU_EVALUATIONS = 2
 PAPER_SEEDS = (1111, 2222, 3333)
+# The power table: the chance the paired t-test detects a true difference (two-sided, α = 0.05).
+POWER = 0.80
+ALPHA = 0.05
+# ``--expect`` presets: what a complete table holds beyond the grid that was run.
+EXPECT = {"table1": (tuple(TABLE1_CONDITIONS), PAPER_SEEDS)}
 
 # Wang & Park (2026), Table 1: test UAS / LAS / LCM means over seeds 1111, 2222, 3333.
 PAPER_MEANS: dict[str, dict[str, tuple[float, float, float]]] = {
@@ -180,6 +198,7 @@ def aggregate(
     stage: str = "test",
     layout: str = "table1",
     seeds: Sequence[int] | None = None,
+    expect: str | None = None,
     paper: Mapping[str, Mapping[str, tuple[float | None, ...]]] = PAPER_MEANS,
     paper_paired: Mapping[str, Mapping[int, float]] = PAPER_PAIRED,
 ) -> list[Group]:
@@ -188,10 +207,13 @@ def aggregate(
     Args:
         found: the runs (see :func:`bockparse.experiments.runs.discover`).
         stage: ``"test"`` or ``"val"``: which scores of ``metrics.json``.
-        layout: ``"table1"`` (rows are conditions; Table 1's three are always expected) or
-            ``"grid"`` (rows are ``(loss, decoder)`` pairs).
-        seeds: the seeds every row should have; ``None``: the seeds seen in the group, those
-            of the sweeps found, and, for ``table1-*`` experiments, the paper's three.
+        layout: ``"table1"`` (rows are conditions) or ``"grid"`` (rows are ``(loss, decoder)``
+            pairs).
+        seeds: the seeds every row should have; ``None``: the seeds seen in the group and
+            those of the sweeps found (and the preset's, with ``expect``).
+        expect: ``None`` (the rows and seeds that were run are expected) or a key of
+            :data:`EXPECT` (``"table1"``: its conditions and the paper's seeds too; layout
+            ``"table1"`` only).
         paper, paper_paired: published numbers per experiment name, shown beside ours.
 
     Returns:
@@ -200,6 +222,9 @@ def aggregate(
     """
     if layout not in ("table1", "grid"):
         raise ValueError(f"layout must be 'table1' or 'grid', got {layout!r}")
+    if expect is not None and (expect not in EXPECT or layout != "table1"):
+        raise ValueError(f"expect must be one of {sorted(EXPECT)} with layout 'table1'")
+    preset_rows, preset_seeds = EXPECT[expect] if expect else ((), ())
     by_group: dict[tuple[str, str | None], list[Run]] = {}
     for run in found.runs:
         by_group.setdefault(run.group, []).append(run)
@@ -233,12 +258,9 @@ def aggregate(
             expected = set(seeds)
         else:
             expected = {s for _, s in chosen} | {s for _, s in tried} | found.sweep_seeds
-            if experiment.startswith("table1-"):
-                expected |= set(PAPER_SEEDS)
+            expected |= set(preset_seeds)
         group.expected_seeds = tuple(sorted(expected))
-        rows = [k for k, _ in chosen] + [k for k, _ in tried]
-        if layout == "table1":
-            rows += list(TABLE1_CONDITIONS)
+        rows = [k for k, _ in chosen] + [k for k, _ in tried] + list(preset_rows)
         for row in row_order(rows, layout):
             cell: dict[str, Summary] = {}
             for name in METRICS:
@@ -391,7 +413,7 @@ def comparisons_markdown(groups: Sequence[Group], margin: float = MARGIN) -> str
         spread = summarize(t.differences)
         rows.append([g.label, f"{row_label(a)} − {row_label(b)}", str(t.n),
                      fmt_difference(spread), ci, _p(t.p_difference), _p(pd),
-                     _p(t.p_equivalence), _p(pe), verdict(pd, pe, margin)])  # fmt: skip
+                     _p(t.p_equivalence), _p(pe), verdict(pd, pe, margin, seeds=t.n)])  # fmt: skip
     return (
         f"Paired test LAS differences over seeds (percentage points): mean, 90 % Student-t "
         f"interval, two-sided paired t-test of no difference, and two one-sided tests (TOST) of "
@@ -399,6 +421,41 @@ def comparisons_markdown(groups: Sequence[Group], margin: float = MARGIN) -> str
         f'comparisons of this table that can be tested. "Equivalent" only where TOST rejects after '
         'correction; "no difference detected" is not evidence of equivalence.\n\n'
         + _markdown(header, rows)
+    )
+
+
+def power_markdown(groups: Sequence[Group], margin: float = MARGIN) -> str:
+    """Beside the comparisons: how large a true mean LAS difference each paired t-test would
+    detect with probability :data:`POWER` (two-sided, α = :data:`ALPHA`, the noncentral t with
+    the comparison's observed standard deviation of the differences and its ``n`` seeds;
+    :func:`.stats.detectable_difference`), uncorrected and at Holm's smallest per-test level
+    α/k over the k testable comparisons, and the power against a true difference of ``margin``
+    at both levels (:func:`.stats.power`)."""
+    tests = [(g, rows, g.compare(rows, margin)) for g in groups for rows in COMPARISONS]
+    tests = [(g, rows, t) for g, rows, t in tests if t is not None and t.p_difference is not None]
+    if not tests:
+        return "Power: no comparison has two seeds with spread."
+    k = len(tests)
+    holm_alpha = ALPHA / k
+    header = ["Treebank", "comparison", "n", "sd of differences",
+              f"detectable at {100 * POWER:g} % (α = {ALPHA:g})",
+              f"detectable at {100 * POWER:g} % (Holm, α = {ALPHA:g}/{k})",
+              f"power at ±{margin:g} (α = {ALPHA:g})", f"power at ±{margin:g} (Holm)"]  # fmt: skip
+    rows = []
+    for g, (a, b), t in tests:
+        rows.append([g.label, f"{row_label(a)} − {row_label(b)}", str(t.n), f"{t.sd:.2f}",
+                     f"{detectable_difference(t.sd, t.n, ALPHA, POWER):.2f}",
+                     f"{detectable_difference(t.sd, t.n, holm_alpha, POWER):.2f}",
+                     f"{100 * power(margin, t.sd, t.n, ALPHA):.0f} %",
+                     f"{100 * power(margin, t.sd, t.n, holm_alpha):.0f} %"])  # fmt: skip
+    return (
+        f"Power of the paired t-tests above: the smallest true mean LAS difference (percentage "
+        f"points) each detects with probability {100 * POWER:g} % (two-sided; the noncentral t, "
+        f"scipy.stats.nct, with the observed standard deviation of the differences over n "
+        f"seeds, itself an estimate on n − 1 degrees of freedom), at α = {ALPHA:g} and at Holm's "
+        f"smallest per-test level α/{k}, and the chance of detecting a true difference of "
+        f"{margin:g}. A difference smaller than these can hide behind "
+        f'"no difference detected".\n\n' + _markdown(header, rows)
     )
 
 
@@ -657,7 +714,17 @@ def build_parser() -> argparse.ArgumentParser:
         "(reads the saved predictions and the gold files; with --out: table1-bootstrap.md)",
     )
     parser.add_argument(
-        "--strict", action="store_true", help="exit with status 1 when a run is missing or failed"
+        "--expect",
+        choices=sorted(EXPECT),
+        default=None,
+        help="also expect a preset's rows and seeds (table1: its three conditions, seeds "
+        "1111, 2222, 3333); default: the grid of conditions and seeds that was run",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 1 when a run is missing (from the grid run, or the --expect "
+        "preset) or failed",
     )
     return parser
 
@@ -672,6 +739,7 @@ def render(groups: Sequence[Group], stage: str, layout: str, note: str = "") -> 
                 table1_markdown(groups, stage, note),
                 paired_markdown(groups),
                 comparisons_markdown(groups),
+                power_markdown(groups),
             ]
         )
     return body + "\n\n" + runs_markdown(groups) + "\n"
@@ -698,7 +766,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem := out_folder_problem(args.out, [run.path for run in found.runs]):
         print(f"bockparse-table: {problem}", file=sys.stderr)
         return 2
-    groups = aggregate(found, stage=args.stage, layout=args.layout, seeds=seeds)
+    if args.expect and args.layout != "table1":
+        print(f"bockparse-table: --expect {args.expect} needs --layout table1", file=sys.stderr)
+        return 2
+    groups = aggregate(found, stage=args.stage, layout=args.layout, seeds=seeds, expect=args.expect)
     text = render(groups, args.stage, args.layout)
     if args.environment:
         text += "\n" + environment_markdown(groups) + "\n"

@@ -1,5 +1,6 @@
-"""The table statistics: Student-t values against published tables, TOST against its interval
-form, Holm against its definition, the bootstrap on cases with known answers."""
+"""The table statistics: Student-t intervals against published tables, TOST against its interval
+form, Holm against its definition, the power of the paired t-test against closed forms and the
+values the results cite, the bootstrap on cases with known answers."""
 
 from __future__ import annotations
 
@@ -10,29 +11,49 @@ import pytest
 
 from bockparse.experiments.stats import (
     bootstrap_interval,
+    detectable_difference,
     holm,
     paired_test,
-    t_cdf,
-    t_quantile,
+    power,
     verdict,
 )
 
 
 @pytest.mark.parametrize(
-    ("p", "df", "expected"),
-    # Student-t critical values (any statistics table, six digits)
-    [(0.95, 1, 6.313752), (0.95, 2, 2.919986), (0.975, 2, 4.302653), (0.95, 4, 2.131847),
-     (0.975, 10, 2.228139), (0.995, 30, 2.749996), (0.5, 3, 0.0)],
+    ("level", "df", "expected"),
+    # Student-t critical values t_{(1 + level) / 2} (any statistics table, six digits)
+    [(0.90, 1, 6.313752), (0.90, 2, 2.919986), (0.95, 2, 4.302653), (0.90, 4, 2.131847),
+     (0.95, 10, 2.228139), (0.99, 30, 2.749996)],
 )  # fmt: skip
-def test_t_quantiles_match_the_tables(p, df, expected):
-    assert t_quantile(p, df) == pytest.approx(expected, abs=2e-6)
-    assert t_cdf(t_quantile(p, df), df) == pytest.approx(p, abs=1e-12)
+def test_the_interval_uses_the_tabled_student_t_quantile(level, df, expected):
+    diffs = {seed: 0.1 * seed**1.5 for seed in range(df + 1)}
+    test = paired_test(diffs, margin=0.5, level=level)
+    half = (test.ci_high - test.ci_low) / 2
+    assert half / (test.sd / math.sqrt(df + 1)) == pytest.approx(expected, abs=2e-6)
+    assert (test.ci_low + test.ci_high) / 2 == pytest.approx(test.mean, abs=1e-12)
 
 
-def test_t_cdf_closed_forms():
-    for t in (-3.0, -0.4, 0.0, 1.0, 2.5):
-        assert t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-12)
-        assert t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * (2 + t * t) ** 0.5), abs=1e-12)
+def test_power_of_the_paired_t_test():
+    # no true difference: the test rejects at its level
+    assert power(0.0, 0.4, 3) == pytest.approx(0.05, abs=1e-9)
+    assert power(0.0, 0.4, 5, alpha=0.05 / 6) == pytest.approx(0.05 / 6, abs=1e-9)
+    # the values docs/results.md cites (issue 53): 0.5 LAS with sd 0.38 over three seeds
+    assert power(0.5, 0.38, 3) == pytest.approx(0.2625, abs=1e-4)
+    assert power(0.5, 0.38, 3, alpha=0.05 / 6) == pytest.approx(0.0502, abs=1e-4)
+    # the far tails stay finite where scipy's lower-tail cdf is not (nct.cdf(-4.3, 2, 8) is NaN)
+    assert power(8 * 0.38 / math.sqrt(3), 0.38, 3) == pytest.approx(0.958, abs=1e-3)
+    assert power(1.0, 0.38, 3) < power(1.5, 0.38, 3) < power(1.5, 0.38, 6)
+    with pytest.raises(ValueError, match="n >= 2"):
+        power(0.5, 0.38, 1)
+
+
+def test_detectable_difference_inverts_the_power():
+    for sd, n, alpha in ((0.38, 3, 0.05), (0.19, 3, 0.05 / 6), (1.0, 10, 0.05)):
+        d = detectable_difference(sd, n, alpha)
+        assert power(d, sd, n, alpha) == pytest.approx(0.80, abs=1e-9)
+        assert detectable_difference(2 * sd, n, alpha) == pytest.approx(2 * d, rel=1e-9)
+    # statsmodels' TTestPower().solve_power(nobs=3, alpha=0.05, power=0.8) = 3.2640 sd
+    assert detectable_difference(1.0, 3) == pytest.approx(3.2640, abs=1e-4)
 
 
 def test_tost_rejects_exactly_when_the_90_interval_lies_inside_the_margin():

@@ -1,5 +1,6 @@
 """bockparse-table: mean and sample standard deviation, paired differences, missing and failed
-runs, treebank grouping, the paper's columns, CSV, the grid layout, the command line."""
+runs (of the grid run, or of the Table 1 preset), treebank grouping, the paper's columns, CSV,
+the grid layout, the comparisons and their power, the command line."""
 
 from __future__ import annotations
 
@@ -95,9 +96,9 @@ def test_table1_cells_and_paired(make_run, tmp_path):
 
 
 def test_missing_and_failed_runs_are_listed_not_averaged(make_run, tmp_path):
-    _sweep(make_run, seeds=(1111, 2222))  # table1-* expects the paper's three seeds
+    _sweep(make_run, seeds=(1111, 2222))
     make_run("table1-ptb", "hinge-bock", 3333, None)  # started, never finished
-    [group] = aggregate(discover([tmp_path]))
+    [group] = aggregate(discover([tmp_path]))  # the failed run's seed belongs to the grid
     assert group.expected_seeds == (1111, 2222, 3333)
     assert sorted(group.missing) == [("hinge-cle", 3333), ("local-ce-cle", 3333)]
     assert [(r.condition, r.seed) for r in group.failed] == [("hinge-bock", 3333)]
@@ -114,10 +115,35 @@ def test_missing_and_failed_runs_are_listed_not_averaged(make_run, tmp_path):
 def test_missing_condition_and_explicit_seeds(make_run, tmp_path):
     for seed in (1, 2):
         make_run("smoke", "local-ce-cle", seed, (10.0, 5.0, 0.0))
-    [group] = aggregate(discover([tmp_path]), seeds=[1, 2, 3])
-    assert group.cells["hinge-cle"]["las"].n == 0  # Table 1 rows are always there
+    [group] = aggregate(discover([tmp_path]), seeds=[1, 2, 3], expect="table1")
+    assert group.cells["hinge-cle"]["las"].n == 0  # the preset's rows are expected
     assert ("hinge-cle", 1) in group.missing and ("local-ce-cle", 3) in group.missing
+    assert group.expected_seeds == (1, 2, 3)  # explicit seeds replace the preset's
     assert group.paired().n == 0
+    with pytest.raises(ValueError, match="expect"):
+        aggregate(discover([tmp_path]), layout="grid", expect="table1")
+
+
+def test_rows_and_completeness_come_from_the_grid_that_was_run(make_run, tmp_path):
+    """Issue 49 item 8: a sweep of other conditions (two seeds) has only its own rows, and
+    ``--strict`` passes when every (condition, seed) it ran finished; the Table 1 preset is
+    checked only when asked for, and a hole in the grid run fails ``--strict``."""
+    for condition in ("arc-standard", "arc-eager"):
+        for seed in (1, 2):
+            make_run("table1-ud-ewt", condition, seed, (80.0, 70.0 + seed, 10.0))
+    [group] = aggregate(discover([tmp_path]))
+    assert list(group.cells) == ["arc-eager", "arc-standard"]
+    assert group.expected_seeds == (1, 2) and not group.missing
+    assert main([str(tmp_path), "--strict", "--no-plots"]) == 0
+    [preset] = aggregate(discover([tmp_path]), expect="table1")
+    assert preset.expected_seeds == (1, 2, 1111, 2222, 3333)
+    assert ("hinge-bock", 1111) in preset.missing and ("arc-eager", 3333) in preset.missing
+    assert main([str(tmp_path), "--strict", "--no-plots", "--expect", "table1"]) == 1
+    make_run("table1-ud-ewt", "arc-eager", 3, (80.0, 73.0, 10.0))
+    [group] = aggregate(discover([tmp_path]))
+    assert group.missing == [("arc-standard", 3)]
+    assert main([str(tmp_path), "--strict", "--no-plots"]) == 1
+    assert main([str(tmp_path), "--layout", "grid", "--expect", "table1"]) == 2
 
 
 def test_treebanks_grouped_by_experiment_and_data(make_run, tmp_path):
@@ -184,12 +210,14 @@ def test_grid_layout(make_run, tmp_path):
 def test_cli_writes_markdown_and_csv(make_run, tmp_path, capsys):
     _sweep(make_run, seeds=(1111, 2222))
     out = tmp_path / "out"
-    assert main([str(tmp_path / "table1-ptb"), "--out", str(out), "--no-plots"]) == 0
+    table = str(tmp_path / "table1-ptb")
+    assert main([table, "--out", str(out), "--no-plots", "--expect", "table1"]) == 0
     printed = capsys.readouterr().out
     assert "Paired LAS difference" in printed and "missing: local-ce-cle seed 3333" in printed
     assert (out / "table1.md").read_text(encoding="utf-8") == printed
     assert (out / "table1.csv").is_file()
-    assert main([str(tmp_path / "table1-ptb"), "--strict"]) == 1
+    assert main([table, "--strict", "--expect", "table1"]) == 1
+    assert main([table, "--strict"]) == 0  # every run of the grid that was run finished
     assert main([str(tmp_path / "nowhere")]) == 2
 
 
@@ -364,3 +392,41 @@ def test_each_run_says_where_it_was_resumed_and_whether_bit_for_bit(make_run, tm
         "bit for bit\n" in printed
     )
     assert "local-ce-cle seed 1111: no development curve or best update recorded\n" in printed
+
+
+def test_an_equivalence_over_two_seeds_carries_a_caution(make_run, tmp_path):
+    for seed, (cle, bock) in ((1, (82.0, 82.01)), (2, (82.1, 82.12))):
+        make_run("smoke", "hinge-cle", seed, (90.0, cle, 10.0))
+        make_run("smoke", "hinge-bock", seed, (90.0, bock, 10.0))
+    from bockparse.experiments.table import comparisons_markdown
+
+    [group] = aggregate(discover([tmp_path]))
+    [line] = [row for row in comparisons_markdown([group]).splitlines() if row.startswith("| smo")]
+    assert line.endswith("| equivalent within ±0.5 (caution: only 2 seeds) |")
+
+
+def test_the_power_table_sizes_each_comparison(make_run, tmp_path):
+    """Each testable comparison's detectable difference at 80 % power, uncorrected and at
+    Holm's α/k, from its own sd and n (:mod:`.stats`); untestable ones are left out."""
+    from bockparse.experiments.stats import detectable_difference, power
+    from bockparse.experiments.table import power_markdown
+
+    las = {"local-ce-cle": (85.1, 84.9, 85.3), "hinge-cle": (84.0, 84.4, 84.1),
+           "hinge-bock": (84.2, 84.3, 84.0)}  # fmt: skip
+    for condition, values in las.items():
+        for seed, value in zip((1111, 2222, 3333), values, strict=True):
+            make_run("smoke", condition, seed, (90.0, value, 10.0))
+    [group] = aggregate(discover([tmp_path]))
+    text = power_markdown([group])
+    rows = [line for line in text.splitlines() if line.startswith("| smoke")]
+    assert len(rows) == 3 and "α/3" in text
+    test = group.compare(("hinge-bock", "hinge-cle"))
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[1:4] == ["Hinge (Bock) − Hinge (CL/E)", "3", f"{test.sd:.2f}"]
+    assert cells[4] == f"{detectable_difference(test.sd, 3):.2f}"
+    assert cells[5] == f"{detectable_difference(test.sd, 3, 0.05 / 3):.2f}"
+    assert cells[6] == f"{100 * power(0.5, test.sd, 3):.0f} %"
+    assert float(cells[5]) > float(cells[4])  # Holm's level asks for a larger difference
+    make_run("other", "hinge-cle", 1, (90.0, 80.0, 10.0))  # one seed: nothing to size
+    groups = aggregate(discover([tmp_path]))
+    assert power_markdown(groups).count("| other") == 0 and "α/3" in power_markdown(groups)
