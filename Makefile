@@ -72,7 +72,7 @@ sweep:  ## multirun experiment EXP x sweep SWEEP (default: the smoke sweep), the
 table1-ud:  ## the open Table 1 stand-in (needs BOCKPARSE_DATA): 18 CPU runs to their dev plateau (many hours), published, table
 	-$(VENV)/bin/bockparse-train sweep=table1-ud $(ARGS)
 	-$(VENV)/bin/bockparse-publish multirun/table1-ud --out experiments/table1-ud/runs
-	$(VENV)/bin/bockparse-table experiments/table1-ud/runs --out experiments/table1-ud --strict
+	$(VENV)/bin/bockparse-table experiments/table1-ud/runs --out experiments/table1-ud --strict --expect table1
 
 clean:  ## remove caches and build outputs
 	rm -rf .numba_cache .pytest_cache .ruff_cache build dist src/*.egg-info
