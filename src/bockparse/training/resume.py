@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..modelfile import ModelError, UnsafeFileError, load_tensors
 from .checkpoints import ScheduleCallback
-from .checks import PRECISIONS
+from .checks import MAX_UPDATES, PRECISIONS
 from .clock import RunClock
 
 log = logging.getLogger("bockparse.training.resume")
@@ -111,8 +111,11 @@ def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
     would hold it: :meth:`StanzaSchedule.state_problem`), the module's decoding time and the
     callbacks' states (:data:`CALLBACK_STATES`); ``None`` when all of it can be applied."""
     step = checkpoint.get("global_step")
-    if type(step) is not int or step < 0:
-        return f"global_step={shown(step)}: must be an integer at least 0"
+    if type(step) is not int or not 0 <= step <= MAX_UPDATES:
+        return f"global_step={shown(step)}: must be an integer from 0 to {MAX_UPDATES}"
+    counted = _trained_updates(checkpoint)
+    if counted is not None and counted != step:
+        return f"global_step={step}: its training loop counts {shown(counted)} updates"
     saved = checkpoint.get(CONFIG_KEY)
     if isinstance(saved, dict):  # its precision is the resumed run's (train.resolve_run_precision)
         trainer = saved.get("trainer", {})
@@ -138,6 +141,23 @@ def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
         if name in callbacks and (problem := problem_of(callbacks[name])):
             return f"callbacks.{name}: {problem}"
     return None
+
+
+# Where Lightning's loop state counts the updates of a manually optimised module (the count
+# that a resumed trainer continues from).
+UPDATES_PATH = ("loops", "fit_loop", "epoch_loop", "manual_optimization", "optim_step_progress",
+                "total", "completed")  # fmt: skip
+
+
+def _trained_updates(checkpoint: dict[str, Any]) -> Any:
+    """The update count in ``checkpoint``'s loop state (:data:`UPDATES_PATH`), ``None`` if
+    it has none."""
+    node: Any = checkpoint
+    for key in UPDATES_PATH:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
 
 
 def read_finished(path: Path) -> dict[str, Any]:
@@ -172,9 +192,7 @@ def check_resume(cfg: DictConfig, last: Path) -> tuple[dict[str, Any] | None, in
             or the state it would set back could not come from a run with ``cfg``
             (:func:`state_problem`).
     """
-    run_dir = last.parent.parent
-    restart = (f"start over with resume=false (its checkpoints are replaced) or delete {run_dir}, "
-               "or set hydra.run.dir to a new folder")  # fmt: skip
+    restart = _restart(last)
     try:
         checkpoint = load_tensors(last)
     except UnsafeFileError:
@@ -185,6 +203,20 @@ def check_resume(cfg: DictConfig, last: Path) -> tuple[dict[str, Any] | None, in
     except ModelError as err:  # missing, random, truncated or damaged bytes
         problem = f"the file is damaged or unreadable ({err})"
         raise ResumeError(f"cannot resume from {last}: {problem}. Options: {restart}") from None
+    return check_checkpoint(cfg, checkpoint, last)
+
+
+def _restart(last: Path) -> str:
+    run_dir = last.parent.parent
+    return (f"start over with resume=false (its checkpoints are replaced) or delete {run_dir}, "
+            "or set hydra.run.dir to a new folder")  # fmt: skip
+
+
+def check_checkpoint(
+    cfg: DictConfig, checkpoint: Any, last: Path
+) -> tuple[dict[str, Any] | None, int]:
+    """:func:`check_resume` on ``checkpoint``, the content of ``last`` as data."""
+    restart = _restart(last)
     needed = ("state_dict", "optimizer_states", "bockparse")
     missing = [k for k in needed if k not in checkpoint] if isinstance(checkpoint, dict) else needed
     if missing:
