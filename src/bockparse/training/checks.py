@@ -371,7 +371,7 @@ def combination_problems(config: DictConfig) -> list[str]:
     elif paired and not transition and model and decoder is None:
         problems.append("decoder=null: a graph parser needs a decoder (e.g. decoder=bock)")
     exclude = _plain(config, "exclude_punct")
-    if exclude in PUNCT_EXCLUSIONS:
+    if isinstance(exclude, str) and exclude in PUNCT_EXCLUSIONS:
         try:
             check_punct_exclusion(exclude, _plain(config, "data.punct_field"),
                                   _plain(config, "data.punct_tags") or ())  # fmt: skip
