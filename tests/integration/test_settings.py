@@ -102,6 +102,19 @@ def test_every_problem_gets_its_own_line(offline, capsys):
         "bockparse-train: trace.file"]  # fmt: skip
 
 
+def test_a_sweep_with_a_bad_fixed_setting_stops_before_its_first_job(offline, capsys):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=smoke", "loss.margin=-1", "decoder=cle"],
+                      return_hydra_config=True)  # fmt: skip
+    cfg.hydra.overrides.task = ["experiment=smoke", "loss.margin=-1", "seed=1,2", "decoder=cle"]
+    with pytest.raises(SystemExit):
+        RequireData().on_multirun_start(cfg)
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("bockparse-train: loss.margin=-1")
+    cfg.hydra.overrides.task = ["experiment=smoke", "loss.margin=-1,1", "decoder=cle"]
+    RequireData().on_multirun_start(cfg)  # swept: each job checks its own
+
+
 @pytest.fixture(scope="module")
 def smoke():
     return composed()

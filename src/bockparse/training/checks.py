@@ -609,7 +609,8 @@ class RequireData(Callback):
     file is not given or does not exist; log the estimate of a long CPU budget.
 
     Runs once per ``bockparse-train`` call: at the start of a single run, or of a multirun
-    before any job is launched (splits set per job by the sweep are left to the jobs). Each job
+    before any job is launched (settings and splits set per job by the sweep are left to the
+    jobs). Each job
     also checks that its data root resolves (a sweep over experiments, ``sweep=table1-ud``,
     learns its treebanks only there): an unset data folder would fail every job alike, so the
     sweep stops at the first. Made before anything else, it points :data:`SAMPLE_ENV` at the
@@ -627,7 +628,11 @@ class RequireData(Callback):
             _stop(config, problems)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        skip = _skipped_splits(swept_keys(config))
+        swept = swept_keys(config)  # their problems, if any, are the jobs'
+        problems = [p for p in setting_problems(config) if not p.startswith(tuple(swept))]
+        if problems:
+            _stop_settings(problems)
+        skip = _skipped_splits(swept)
         if skip is None:
             return
         problems = data_problems(config.data, skip)
