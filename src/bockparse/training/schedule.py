@@ -142,16 +142,16 @@ class WarmupPlateau:
             return f"steps={state['steps']!r}: the schedule's updates in this stage are {steps}"
         warmed = min(self.warmup, max(0, steps - self.freeze))
         if state["warmed"] != warmed:
-            return f"warmed={state['warmed']!r}: after {steps} updates it is {warmed}"
+            return (f"warmed={state['warmed']!r}: after {steps} updates, with this run's freeze "
+                    f"{self.freeze} and warm-up {self.warmup}, it is {warmed}")  # fmt: skip
         if state["bad_steps"] > self.patience:
-            return f"bad_steps={state['bad_steps']!r}: must be at most patience {self.patience}"
+            return (f"bad_steps={state['bad_steps']!r}: must be at most this run's plateau "
+                    f"patience {self.patience}")  # fmt: skip
         if not _is_score(state["best"]):
             return f"best={state['best']!r}: must be -inf or a score in [0, 100]"
-        multiplier = state["multiplier"]
-        decays = _decays(multiplier, self.decay)
-        if decays is None:
-            return (f"multiplier={multiplier!r}: must be a power of decay {self.decay} (the "
-                    "product of the decays so far)")  # fmt: skip
+        if not _is_power(state["multiplier"], self.decay):
+            return (f"multiplier={state['multiplier']!r}: must be a power of this run's plateau "
+                    f"decay {self.decay} (the product of the decays so far)")  # fmt: skip
         return None
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -175,14 +175,14 @@ def _is_score(value: Any) -> bool:
     return value == -math.inf or 0.0 <= value <= 100.0
 
 
-def _decays(multiplier: Any, decay: float) -> int | None:
-    """``k`` when ``multiplier`` is ``decay ** k`` (to rounding), else ``None``."""
+def _is_power(multiplier: Any, decay: float) -> bool:
+    """Whether ``multiplier`` is ``decay ** k`` for an integer ``k >= 0`` (to rounding)."""
     if isinstance(multiplier, bool) or not isinstance(multiplier, int | float):
-        return None
+        return False
     if not 0.0 < multiplier <= 1.0:
-        return None
+        return False
     k = round(math.log(multiplier) / math.log(decay))
-    return k if math.isclose(decay**k, multiplier, rel_tol=1e-9) else None
+    return math.isclose(decay**k, multiplier, rel_tol=1e-9)
 
 
 def _keys_problem(state: Any, keys: tuple[str, ...]) -> str | None:
