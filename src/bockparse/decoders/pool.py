@@ -4,12 +4,19 @@ The compiled kernels release the GIL (``nogil=True``), so threads decode sentenc
 without pickling matrices. Each thread runs one compiled loop (the method's cached ``batch``)
 over a strided share of the batch, so the per-sentence cost is the kernel alone, with no Python
 call in between.
+
+numba compiles a method's loop the first time a machine runs it (3-11 s per method) and caches
+the machine code (``cache=True``): beside the modules (``__pycache__``), or where they are
+read-only in ``~/.cache/numba``, or in ``NUMBA_CACHE_DIR`` when set; later processes load it in
+milliseconds. A compilation is logged once, with its time and the cache folder.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numba as nb
@@ -37,6 +44,8 @@ def decode_rows(kernel, S, lengths, root, heads, status, start, step):
         N = lengths[b] + 1
         status[b] = kernel(S[b, :N, :N], root, heads[b, :N])
 
+
+log = logging.getLogger("bockparse.decoders")
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
@@ -81,6 +90,19 @@ def decode_padded(decoder, S: np.ndarray, lengths: np.ndarray, root: int, worker
     heads = np.full((B, M), -1, dtype=np.int64)
     status = np.full(B, OK, dtype=np.int64)
     workers = max(1, min(workers, B))
+    first = decoder.batch is not None and not decoder.batch.signatures  # none in this process
+    start = time.perf_counter()
+    _decode(decoder, S, lengths, root, heads, status, workers)
+    if first and sum(decoder.batch.stats.cache_misses.values()):
+        log.info("decoder %r compiled on first use in %.1f s (numba; cached in %s, so later runs "
+                 "load it)", decoder.name, time.perf_counter() - start,
+                 decoder.batch.stats.cache_path)  # fmt: skip
+    return heads, status
+
+
+def _decode(decoder, S, lengths, root, heads, status, workers: int) -> None:
+    """:func:`decode_padded`'s work: ``heads`` and ``status`` filled in place."""
+    B = S.shape[0]
     if decoder.batch is None:
         for b in range(B):
             N = int(lengths[b]) + 1
@@ -95,4 +117,3 @@ def decode_padded(decoder, S: np.ndarray, lengths: np.ndarray, root: int, worker
         ]
         for job in jobs:
             job.result()
-    return heads, status

@@ -75,6 +75,60 @@ def rng_states() -> dict[str, Any]:
     }
 
 
+RNG_KEYS = ("torch", "cuda", "numpy", "python")
+MT_WORDS = 624  # the Mersenne Twister's state: 624 32-bit words (numpy's and Python's)
+
+
+def rng_problem(states: Any) -> str | None:
+    """Why ``states`` (from a checkpoint, as data) is not what :func:`rng_states` returns; each
+    generator's state is tried on a fresh generator of its kind, never on the process's own.
+    ``None`` when :func:`set_rng_states` can put it back."""
+    if not isinstance(states, dict) or set(states) != set(RNG_KEYS):
+        return f"must be a mapping of {', '.join(RNG_KEYS)}"
+    state = states["torch"]
+    if not isinstance(state, torch.Tensor) or state.dtype != torch.uint8 or state.dim() != 1:
+        return "torch: must be a uint8 tensor (torch's generator state)"
+    try:
+        torch.Generator().set_state(state)
+    except (RuntimeError, TypeError, ValueError) as err:
+        return f"torch: not a generator state ({str(err).splitlines()[0]!r})"
+    cuda = states["cuda"]
+    if not isinstance(cuda, list) or not all(
+        isinstance(t, torch.Tensor) and t.dtype == torch.uint8 and t.dim() == 1 for t in cuda
+    ):
+        return "cuda: must be a list of uint8 tensors (one per GPU)"
+    numpy_state = states["numpy"]
+    if not isinstance(numpy_state, list | tuple) or len(numpy_state) != 5:
+        return "numpy: must be [kind, keys, pos, has_gauss, gauss]"
+    kind, keys, pos, has_gauss, gauss = numpy_state
+    if (
+        kind != "MT19937"
+        or not isinstance(keys, torch.Tensor)
+        or keys.dtype != torch.int64
+        or keys.shape != (MT_WORDS,)
+        or not bool(((keys >= 0) & (keys < 2**32)).all())
+        or type(pos) is not int
+        or not 0 <= pos <= MT_WORDS
+        or has_gauss not in (0, 1)
+        or type(has_gauss) is not int
+        or type(gauss) is not float
+        or not math.isfinite(gauss)
+    ):
+        return "numpy: not the state of numpy's MT19937 generator"
+    python = states["python"]
+    if (
+        not isinstance(python, tuple)
+        or len(python) != 3
+        or not (python[2] is None or (type(python[2]) is float and math.isfinite(python[2])))
+    ):
+        return "python: must be (version, internal state, gauss_next) of random.getstate()"
+    try:
+        random.Random().setstate(python)
+    except (TypeError, ValueError, OverflowError) as err:
+        return f"python: not a random.getstate() ({str(err).splitlines()[0]!r})"
+    return None
+
+
 def set_rng_states(states: dict[str, Any]) -> None:
     """Put back what :func:`rng_states` returned."""
     torch.set_rng_state(states["torch"])
@@ -173,7 +227,25 @@ class ScheduleCallback(pl.Callback):
             torch.distributed.all_gather_object(states, mine)
         return {"rng": states}
 
+    @staticmethod
+    def state_problem(state: Any) -> str | None:
+        """Why ``state`` (from a checkpoint) is not :meth:`state_dict`'s: ``{"rng": [...]}``,
+        one :func:`rng_problem`-free state per rank; ``None`` if it is."""
+        if not isinstance(state, dict) or set(state) != {"rng"}:
+            return "must be {'rng': [the random number generators of each process]}"
+        ranks = state["rng"]
+        if not isinstance(ranks, list) or not ranks:
+            return "rng: must be a list with one state per process"
+        for rank, states in enumerate(ranks):
+            if problem := rng_problem(states):
+                return f"rng[{rank}].{problem}"
+        return None
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Keep the generators of :meth:`state_dict` (checked: :meth:`state_problem`) for
+        :meth:`on_train_start`."""
+        if problem := self.state_problem(state_dict):
+            raise ValueError(f"ScheduleCallback state: {problem}")
         self.saved_rng = state_dict["rng"]
 
     def _restore_rng(self) -> None:

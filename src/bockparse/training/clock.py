@@ -15,10 +15,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import lightning.pytorch as pl
 
 _IMPORTED = time.monotonic()
+MAX_SECONDS = 1e9  # about 32 years: a resumed run's training time from last.ckpt is below
 
 
 def process_seconds() -> float:
@@ -58,8 +60,23 @@ class RunClock(pl.Callback):
     def state_dict(self) -> dict[str, float]:
         return {"fit_seconds": self.fit_seconds()}
 
+    @staticmethod
+    def state_problem(state: Any) -> str | None:
+        """Why ``state`` (from a checkpoint) is not :meth:`state_dict`'s; ``None`` if it is."""
+        seconds = state.get("fit_seconds") if isinstance(state, dict) else None
+        if not isinstance(state, dict) or set(state) != {"fit_seconds"}:
+            return f"must be {{'fit_seconds': seconds}}, got {state!r:.200}"
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            return f"fit_seconds={seconds!r:.200}: must be a number of seconds"
+        if not 0.0 <= seconds < MAX_SECONDS:
+            return f"fit_seconds={seconds!r}: must be at least 0 and below {MAX_SECONDS:g}"
+        return None
+
     def load_state_dict(self, state_dict: dict[str, float]) -> None:
-        self.resumed_seconds = state_dict["fit_seconds"]
+        """Take :meth:`state_dict` back (checked: :meth:`state_problem`)."""
+        if problem := self.state_problem(state_dict):
+            raise ValueError(f"clock state: {problem}")
+        self.resumed_seconds = float(state_dict["fit_seconds"])
 
     def on_fit_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         self.fit_start = process_seconds()

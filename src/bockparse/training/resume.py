@@ -2,19 +2,31 @@
 
 The composed config is stored in every checkpoint (:class:`SaveConfig`, under
 :data:`CONFIG_KEY`); :func:`check_resume` reads ``last.ckpt`` as data (``weights_only``) and
-refuses a damaged file or a config that differs in :data:`RESUME_KEYS`.
+refuses a damaged file, a config that differs in :data:`RESUME_KEYS`, and any state that the
+run would set back (the schedule's, the callbacks', the update count) that a run with this
+config could not have written (:func:`state_problem`), before anything is built. Everything
+from the file that reaches a message is escaped (:func:`shown`), so that a key holding a line
+break cannot add a line to ``train.log``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+import os
+import re
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
+from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
 from ..modelfile import ModelError, UnsafeFileError, load_tensors
+from .checkpoints import ScheduleCallback
+from .checks import MAX_UPDATES, PRECISIONS
+from .clock import RunClock
 
 log = logging.getLogger("bockparse.training.resume")
 
@@ -23,6 +35,9 @@ CONFIG_KEY = "bockparse_config"
 # What a resumed run must share with the checkpoint: the model's shape, the data, the condition.
 RESUME_KEYS = ("model", "encoder", "data", "loss", "decoder", "name", "exclude_punct", "seed")
 RESUME_FREE = frozenset({"data.num_workers"})  # changes nothing but speed
+# Folders, compared as the folders they name: a relative one from the start folder (the
+# shipped sample's root is absolute since bockparse-train finds it in the package).
+RESUME_FOLDERS = frozenset({"data.root"})
 
 
 class ResumeError(Exception):
@@ -39,6 +54,20 @@ class SaveConfig(pl.Callback):
         checkpoint[CONFIG_KEY] = self.config
 
 
+_PLAIN_KEY = re.compile(r"[\w.-]+")  # a dotted config key, shown as it is
+SHOWN = 200  # characters of a value from a file shown in a message
+
+
+def shown(value: Any, key: bool = False) -> str:
+    """``value`` (read from a file) for a one-line message: its ``repr`` cut to
+    :data:`SHOWN` characters (control characters escaped); a ``key`` of word characters,
+    dots and dashes as it is."""
+    if key and isinstance(value, str) and _PLAIN_KEY.fullmatch(value):
+        return value
+    text = repr(value)
+    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+
+
 def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
     if not isinstance(tree, dict):
         return {prefix: tree}
@@ -50,12 +79,103 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``key: saved -> current`` for every setting under ``RESUME_KEYS`` that differs (dotted
-    keys, sorted); settings in ``RESUME_FREE`` may differ."""
+    keys, sorted; keys and values escaped by :func:`shown`); settings in ``RESUME_FREE`` may
+    differ."""
     old = _flat({k: saved.get(k) for k in RESUME_KEYS})
     new = _flat({k: current.get(k) for k in RESUME_KEYS})
-    return [f"{key}: {old.get(key, '<absent>')!r} -> {new.get(key, '<absent>')!r}"
+    return [f"{shown(key, key=True)}: {shown(old.get(key, '<absent>'))} -> "
+            f"{shown(new.get(key, '<absent>'))}"
             for key in sorted(old.keys() | new.keys())
-            if key not in RESUME_FREE and old.get(key) != new.get(key)]  # fmt: skip
+            if key not in RESUME_FREE and not _same(key, old.get(key), new.get(key))]  # fmt: skip
+
+
+def _same(key: str, old: Any, new: Any) -> bool:
+    if key in RESUME_FOLDERS and isinstance(old, str) and isinstance(new, str):
+        return _folder(old) == _folder(new)
+    return old == new
+
+
+def _folder(path: str) -> str:
+    return os.path.realpath(to_absolute_path(os.path.expanduser(path)))
+
+
+# The callbacks whose state last.ckpt carries, with the check of that state.
+CALLBACK_STATES = {"ScheduleCallback": ScheduleCallback.state_problem,
+                   "RunClock": RunClock.state_problem}  # fmt: skip
+
+
+def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
+    """Why the state that a resumed run sets back from ``checkpoint`` (a ``last.ckpt`` read as
+    data) could not have been written by a run with ``cfg``: the update count, the saved
+    config's precision, the schedule (validated as a new schedule of ``cfg.optim.schedule``
+    would hold it: :meth:`StanzaSchedule.state_problem`), the module's decoding time and the
+    callbacks' states (:data:`CALLBACK_STATES`); ``None`` when all of it can be applied."""
+    step = checkpoint.get("global_step")
+    if type(step) is not int or not 0 <= step <= MAX_UPDATES:
+        return f"global_step={shown(step)}: must be an integer from 0 to {MAX_UPDATES}"
+    counted = _trained_updates(checkpoint)
+    if counted is not None and counted != step:
+        return f"global_step={step}: its training loop counts {shown(counted)} updates"
+    saved = checkpoint.get(CONFIG_KEY)
+    if isinstance(saved, dict):  # its precision is the resumed run's (train.resolve_run_precision)
+        trainer = saved.get("trainer", {})
+        precision = trainer.get("precision") if isinstance(trainer, dict) else trainer
+        if not isinstance(trainer, dict) or not any(
+            type(precision) is type(p) and precision == p for p in (None, *PRECISIONS)
+        ):
+            return f"{CONFIG_KEY}.trainer.precision={shown(precision)}: not a precision"
+    module = checkpoint.get("bockparse")
+    if not isinstance(module, dict) or not set(module) <= {"schedule", "decode_seconds"}:
+        return "bockparse: must be {'schedule': ..., 'decode_seconds': ...}"
+    seconds = module.get("decode_seconds")
+    if type(seconds) is not float or not 0.0 <= seconds < math.inf:
+        return f"bockparse.decode_seconds={shown(seconds)}: must be seconds (a float >= 0)"
+    if "schedule" in module:
+        schedule = instantiate(cfg.optim.schedule)
+        if problem := schedule.state_problem(module["schedule"], step):
+            return f"bockparse.schedule: {problem}"
+    callbacks = checkpoint.get("callbacks", {})
+    if not isinstance(callbacks, dict):
+        return "callbacks: must be a mapping"
+    for name, problem_of in CALLBACK_STATES.items():
+        if name in callbacks and (problem := problem_of(callbacks[name])):
+            return f"callbacks.{name}: {problem}"
+    return None
+
+
+# Where Lightning's loop state counts the updates of a manually optimised module (the count
+# that a resumed trainer continues from).
+UPDATES_PATH = ("loops", "fit_loop", "epoch_loop", "manual_optimization", "optim_step_progress",
+                "total", "completed")  # fmt: skip
+
+
+def _trained_updates(checkpoint: dict[str, Any]) -> Any:
+    """The update count in ``checkpoint``'s loop state (:data:`UPDATES_PATH`), ``None`` if
+    it has none."""
+    node: Any = checkpoint
+    for key in UPDATES_PATH:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def read_finished(path: Path) -> dict[str, Any]:
+    """The ``metrics.json`` of a finished run, which ``resume=true`` returns as it is.
+
+    Raises:
+        ResumeError: it is not a JSON object (damaged or not written by bockparse).
+    """
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        problem = f"it cannot be read as JSON ({shown(str(err))})"
+    else:
+        if isinstance(result, dict):
+            return result
+        problem = f"it holds a {type(result).__name__}, not a JSON object"
+    raise ResumeError(f"{path} says the run is finished, but {problem}: move it away to resume "
+                      "from last.ckpt, or start over with resume=false")  # fmt: skip
 
 
 def check_resume(cfg: DictConfig, last: Path) -> tuple[dict[str, Any] | None, int]:
@@ -67,12 +187,12 @@ def check_resume(cfg: DictConfig, last: Path) -> tuple[dict[str, Any] | None, in
         checkpoint of an earlier version that saved none) and its update count.
 
     Raises:
-        ResumeError: the file cannot be read or is no full training checkpoint, or the
-            config it was trained with differs from ``cfg`` in ``RESUME_KEYS`` (all listed).
+        ResumeError: the file cannot be read or is no full training checkpoint, the
+            config it was trained with differs from ``cfg`` in ``RESUME_KEYS`` (all listed),
+            or the state it would set back could not come from a run with ``cfg``
+            (:func:`state_problem`).
     """
-    run_dir = last.parent.parent
-    restart = (f"start over with resume=false (its checkpoints are replaced) or delete {run_dir}, "
-               "or set hydra.run.dir to a new folder")  # fmt: skip
+    restart = _restart(last)
     try:
         checkpoint = load_tensors(last)
     except UnsafeFileError:
@@ -83,18 +203,38 @@ def check_resume(cfg: DictConfig, last: Path) -> tuple[dict[str, Any] | None, in
     except ModelError as err:  # missing, random, truncated or damaged bytes
         problem = f"the file is damaged or unreadable ({err})"
         raise ResumeError(f"cannot resume from {last}: {problem}. Options: {restart}") from None
+    return check_checkpoint(cfg, checkpoint, last)
+
+
+def _restart(last: Path) -> str:
+    run_dir = last.parent.parent
+    return (f"start over with resume=false (its checkpoints are replaced) or delete {run_dir}, "
+            "or set hydra.run.dir to a new folder")  # fmt: skip
+
+
+def check_checkpoint(
+    cfg: DictConfig, checkpoint: Any, last: Path
+) -> tuple[dict[str, Any] | None, int]:
+    """:func:`check_resume` on ``checkpoint``, the content of ``last`` as data."""
+    restart = _restart(last)
     needed = ("state_dict", "optimizer_states", "bockparse")
     missing = [k for k in needed if k not in checkpoint] if isinstance(checkpoint, dict) else needed
     if missing:
         raise ResumeError(f"cannot resume from {last}: not a full bockparse training checkpoint "
                           f"(it lacks {', '.join(missing)}). Options: {restart}")  # fmt: skip
     saved = checkpoint.get(CONFIG_KEY)
-    if saved is None:
-        log.warning("%s holds no config (an earlier version wrote it): resuming unchecked", last)
-        return None, int(checkpoint.get("global_step", 0))
-    differences = config_differences(saved, OmegaConf.to_container(cfg, resolve=True))
+    if saved is not None and not isinstance(saved, dict):
+        raise ResumeError(f"refusing to resume from {last}: its {CONFIG_KEY} is a "
+                          f"{type(saved).__name__}, not a config. Options: {restart}")  # fmt: skip
+    differences = [] if saved is None else config_differences(
+        saved, OmegaConf.to_container(cfg, resolve=True))  # fmt: skip
     if differences:
         raise ResumeError(f"refusing to resume from {last}: the config differs from the one it "
                           "was trained with in " + "; ".join(differences) + ". Undo these "
                           f"overrides to resume, or {restart}")  # fmt: skip
-    return saved, int(checkpoint.get("global_step", 0))
+    if problem := state_problem(checkpoint, cfg):
+        raise ResumeError(f"refusing to resume from {last}: its training state cannot come "
+                          f"from this run ({problem}). Options: {restart}")  # fmt: skip
+    if saved is None:
+        log.warning("%s holds no config (an earlier version wrote it): resuming unchecked", last)
+    return saved, checkpoint["global_step"]

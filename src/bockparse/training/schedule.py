@@ -121,13 +121,81 @@ class WarmupPlateau:
             return unfrozen, True
         return unfrozen, False
 
+    STATE = ("steps", "warmed", "best", "bad_steps", "multiplier")
+
     def state_dict(self) -> dict[str, Any]:
-        keys = ("steps", "warmed", "best", "bad_steps", "multiplier")
-        return {k: getattr(self, k) for k in keys}
+        return {k: getattr(self, k) for k in self.STATE}
+
+    def state_problem(self, state: Any, steps: int) -> str | None:
+        """Why ``state`` (from a checkpoint) cannot be this group's after ``steps`` updates of
+        its stage, as a new group with its settings would have it (exactly the keys of
+        :meth:`state_dict`, integers and scores in their ranges, the warm-up and the decays
+        consistent with ``freeze``, ``warmup``, ``patience`` and ``decay``); ``None`` if it can.
+        """
+        problem = _keys_problem(state, self.STATE)
+        if problem:
+            return problem
+        for key in ("steps", "warmed", "bad_steps"):
+            if not _is_int(state[key]) or state[key] < 0:
+                return f"{key}={state[key]!r}: must be an integer at least 0"
+        if state["steps"] != steps:
+            return f"steps={state['steps']!r}: the schedule's updates in this stage are {steps}"
+        warmed = min(self.warmup, max(0, steps - self.freeze))
+        if state["warmed"] != warmed:
+            return (f"warmed={state['warmed']!r}: after {steps} updates, with this run's freeze "
+                    f"{self.freeze} and warm-up {self.warmup}, it is {warmed}")  # fmt: skip
+        if state["bad_steps"] > self.patience:
+            return (f"bad_steps={state['bad_steps']!r}: must be at most this run's plateau "
+                    f"patience {self.patience}")  # fmt: skip
+        if not _is_score(state["best"]):
+            return f"best={state['best']!r}: must be -inf or a score in [0, 100]"
+        if not _is_power(state["multiplier"], self.decay):
+            return (f"multiplier={state['multiplier']!r}: must be a power of this run's plateau "
+                    f"decay {self.decay} (the product of the decays so far)")  # fmt: skip
+        return None
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for key, value in state.items():
-            setattr(self, key, value)
+        """Take the counters of :meth:`state_dict` back (checked: :meth:`state_problem`)."""
+        steps = state.get("steps") if isinstance(state, dict) else None
+        problem = self.state_problem(state, steps if _is_int(steps) else 0)
+        if problem:
+            raise ValueError(f"schedule state: {problem}")
+        for key in self.STATE:
+            setattr(self, key, state[key])
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_score(value: Any) -> bool:
+    """A dev score (LAS in [0, 100]) or ``-inf`` (none yet)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return value == -math.inf or 0.0 <= value <= 100.0
+
+
+def _is_power(multiplier: Any, decay: float) -> bool:
+    """Whether ``multiplier`` is ``decay ** k`` for an integer ``k >= 0`` (to rounding)."""
+    if isinstance(multiplier, bool) or not isinstance(multiplier, int | float):
+        return False
+    if not 0.0 < multiplier <= 1.0:
+        return False
+    k = round(math.log(multiplier) / math.log(decay))
+    return math.isclose(decay**k, multiplier, rel_tol=1e-9)
+
+
+def _keys_problem(state: Any, keys: tuple[str, ...]) -> str | None:
+    """Why ``state`` is not a mapping with exactly ``keys``; ``None`` if it is."""
+    if not isinstance(state, dict):
+        return f"must be a mapping, got {type(state).__name__}"
+    unknown = [k for k in state if k not in keys]
+    missing = [k for k in keys if k not in state]
+    if unknown:
+        return f"unknown keys {', '.join(map(repr, unknown))} (known: {', '.join(keys)})"
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -198,8 +266,9 @@ class StanzaSchedule:
         self.last_evaluation = 0
         self.groups = self._fresh_groups()
 
-    def _fresh_groups(self) -> dict[str, WarmupPlateau]:
-        if self.stage == 1:
+    def _fresh_groups(self, stage: int | None = None) -> dict[str, WarmupPlateau]:
+        """New groups for ``stage`` (default: the current one)."""
+        if (stage or self.stage) == 1:
             return {
                 "parser": WarmupPlateau(freeze=0, warmup=0, **self.plateau),
                 "transformer": WarmupPlateau(freeze=self.transformer_freeze,
@@ -262,13 +331,64 @@ class StanzaSchedule:
             "groups": {name: g.state_dict() for name, g in self.groups.items()},
         }
 
+    STATE = ("stage", "stage_start", "best", "best_step", "last_improvement", "last_evaluation",
+             "groups")  # fmt: skip
+
+    def state_problem(self, state: Any, step: int | None = None) -> str | None:
+        """Why ``state`` (from a checkpoint, as data) cannot be this schedule's, as a new
+        schedule with these settings could reach it: exactly the keys of :meth:`state_dict`,
+        a stage of 1 or 2, update counts that are integers in order (the last evaluation at
+        most ``step``, the checkpoint's update count, when given), scores in [0, 100] or
+        ``-inf``, and each group's counters as :meth:`WarmupPlateau.state_problem` checks them;
+        ``None`` if it can. Names the offending key (``groups.parser.multiplier=...``)."""
+        problem = _keys_problem(state, self.STATE)
+        if problem:
+            return problem
+        if state["stage"] not in (1, 2) or not _is_int(state["stage"]):
+            return f"stage={state['stage']!r}: must be 1 or 2"
+        counts = ("stage_start", "last_improvement", "last_evaluation")
+        for key in counts:
+            if not _is_int(state[key]) or state[key] < 0:
+                return f"{key}={state[key]!r}: must be an integer at least 0"
+        last = state["last_evaluation"]
+        if step is not None and last > step:
+            return f"last_evaluation={last!r}: after the checkpoint's update {step}"
+        if state["stage"] == 1 and state["stage_start"] != 0:
+            return f"stage_start={state['stage_start']!r}: stage 1 starts at update 0"
+        for key in ("stage_start", "last_improvement"):
+            if state[key] > last:
+                return f"{key}={state[key]!r}: after the last evaluation (update {last})"
+        # best_step: the best evaluation's update, -1 before any, or the last update when
+        # training ended without an evaluation (ScheduleCallback.on_train_end)
+        best, best_step = state["best"], state["best_step"]
+        if not _is_int(best_step) or best_step < -1 or (step is not None and best_step > step):
+            return f"best_step={best_step!r}: must be an integer from -1 to the last update"
+        if not _is_score(best) or (best != -math.inf and not 0 <= best_step <= last):
+            return (f"best={best!r}: must be -inf or a score in [0, 100] reached at an "
+                    f"evaluation (best_step={best_step!r})")  # fmt: skip
+        groups = state["groups"]
+        problem = _keys_problem(groups, GROUPS)
+        if problem:
+            return f"groups: {problem}"
+        fresh = self._fresh_groups(state["stage"])
+        for name in GROUPS:
+            problem = fresh[name].state_problem(groups[name], last - state["stage_start"])
+            if problem:
+                return f"groups.{name}: {problem}"
+        return None
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.stage = state["stage"]
-        self.stage_start = state["stage_start"]
-        self.best = state["best"]
-        self.best_step = state["best_step"]
-        self.last_improvement = state["last_improvement"]
-        self.last_evaluation = state["last_evaluation"]
+        """Take the state of :meth:`state_dict` back, checked first (:meth:`state_problem`):
+        only known keys, of the right types and in range, ever reach the schedule.
+
+        Raises:
+            ValueError: the state could not come from this schedule (the problem named).
+        """
+        problem = self.state_problem(state)
+        if problem:
+            raise ValueError(f"schedule state: {problem}")
+        for key in self.STATE[:-1]:
+            setattr(self, key, state[key])
         self.groups = self._fresh_groups()
         for name, group in state["groups"].items():
             self.groups[name].load_state_dict(group)
