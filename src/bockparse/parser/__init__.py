@@ -30,7 +30,7 @@ from ..data.subwords import WordPieces
 from ..data.vocab import Vocabs, base_relation_ids
 from ..decoders import get_decoder
 from ..hardware import AUTO, AUTOCAST_DTYPES, resolve_precision, warn_if_emulated
-from ..metrics import COUNTS, batch_counts, rates
+from ..metrics import COUNTS, batch_counts, scores, tag_counts
 from ..modelfile import ModelError
 from ..predict import predict_trees
 from . import files
@@ -273,7 +273,8 @@ class Parser:
         exclude_punct: str | None = None,
         batch_size: int | None = None,
     ) -> dict[str, Any]:
-        """UAS, LAS and LCM on a gold CoNLL-U file, with the training conventions.
+        """UAS, LAS and LCM on a gold CoNLL-U file, with the training conventions, and the
+        tag accuracies UPOS, XPOS, UFeats and AllTags of the CoNLL 2018 evaluator.
 
         Punctuation included unless ``exclude_punct`` names one of
         :data:`bockparse.metrics.PUNCT_EXCLUSIONS`, ROOT excluded, LAS on base relations,
@@ -282,9 +283,15 @@ class Parser:
         more than 5 % of the gold relations or of a tag input the model reads is outside its
         vocabularies (a model of another treebank; :func:`.inputs.report_unknown`).
 
+        The tag scores (:func:`bockparse.metrics.tag_counts`, over the same words) compare the
+        tags the parser read with the gold file's. A parser predicts no tags (there is no
+        tagger yet): it reads the gold file's own tags, so these are 100 %; they say which
+        tags the attachment scores were computed with, not how well any tagger did.
+
         Returns:
-            ``{"uas", "las", "lcm"}`` in percent and the integer counts ``words``, ``heads``,
-            ``labels``, ``sentences``, ``complete``.
+            ``{"uas", "las", "lcm", "upos", "xpos", "ufeats", "alltags"}`` in percent and the
+            integer counts ``words``, ``heads``, ``labels``, ``sentences``, ``complete`` and
+            ``right_upos``, ``right_xpos``, ``right_ufeats``, ``right_alltags``.
 
         Raises:
             DataError: a malformed gold file (``FILE:LINE: reason``).
@@ -298,4 +305,4 @@ class Parser:
         exclude = exclude_punct is not None
         for batch, heads, rels in self._trees(gold, decoder, batch_size, None, exclude_punct):
             total += batch_counts(heads, rels, batch, base_of, exclude).cpu()
-        return {**rates(total), **dict(zip(COUNTS, total.tolist(), strict=True))}
+        return scores(total, tag_counts(gold, gold, exclude_punct))
