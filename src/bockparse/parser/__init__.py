@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -51,6 +52,43 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "ModelError", "Parser", "RunSettings", "c
 
 Progress = Callable[[int, int], None]
 """``progress(sentences_done, sentences_total)``, called after each batch."""
+
+PROGRESS_DELAY = 2.0
+"""Seconds of parsing before the progress bar a terminal gets unasked shows (a large input)."""
+
+
+@contextlib.contextmanager
+def progress_report(progress: bool | Progress | None, total: int) -> Iterator[Progress | None]:
+    """What :meth:`Parser.predict` reports progress with: ``progress`` itself when it is a
+    callable; a tqdm bar on standard error when ``True``, or when ``None`` and standard error is
+    a terminal (then only once parsing has taken :data:`PROGRESS_DELAY` seconds); else nothing.
+    The bar is closed on leaving."""
+    if callable(progress):
+        yield progress
+        return
+    if not (progress or (progress is None and sys.stderr.isatty())):
+        yield None
+        return
+    from tqdm import tqdm  # installed with the train extra (Lightning's too)
+
+    delay = 0.0 if progress else PROGRESS_DELAY
+    with tqdm(total=total, unit=" sentences", file=sys.stderr, delay=delay) as bar:
+        yield lambda done, _total: bar.update(done - bar.n)
+
+
+def checked_device(device: torch.device | str) -> torch.device:
+    """``device`` as a ``torch.device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...).
+
+    Raises:
+        ValueError: an unknown device, or a CUDA one where torch sees no CUDA device.
+    """
+    try:
+        checked = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"unknown device {device!r} ({str(err).splitlines()[0]})") from None
+    if checked.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r}: no CUDA device is available here")
+    return checked
 
 
 class Parser:
@@ -125,7 +163,9 @@ class Parser:
         Raises:
             ModelError: the path is none of these, or the file is refused (never run).
             DataError: the saved vocabularies are unusable.
+            ValueError: an unknown device, or ``cuda`` where no CUDA device is available.
         """
+        device = checked_device(device)
         parser = cls(*files.load(path), device)
         if precision == AUTO:
             precision = resolve_precision(AUTO, parser.device.type)[0]
@@ -232,17 +272,24 @@ class Parser:
         decoder: str | None = None,
         batch_size: int | None = None,
         *,
-        progress: Progress | None = None,
+        progress: bool | Progress | None = None,
     ) -> list[Sentence]:
         """Parse sentences.
 
         Args:
             data: a CoNLL-U file (HEAD and DEPREL may be ``_``; filled ones are ignored), a list
-                of ``Sentence``, or pre-tokenized sentences: lists of words, or dicts with
-                ``forms`` and optionally ``upos``, ``xpos``, ``feats``.
+                of ``Sentence``, or pre-tokenized sentences: lists of words
+                (``[["I", "saw", "it", "."]]``), or dicts with ``forms`` and optionally
+                ``upos``, ``xpos``, ``feats``. Words alone suffice for a model that reads no
+                tags (``model/context=notags``); a model that reads UPOS, XPOS or FEATS needs
+                them. Raw text is no input here: :mod:`bockparse.rawtext` splits it into
+                sentences and words with spaCy (``bockparse-predict MODEL --text TEXT``).
             decoder: a registry decoder name; ``None`` for the run's.
             batch_size: words per batch; ``None`` for the run's.
-            progress: called after each batch with the sentences done and the total.
+            progress: a callable called after each batch with the sentences done and the
+                total; ``True`` for a progress bar on standard error, ``False`` for none;
+                ``None``: a bar when standard error is a terminal and parsing takes more than
+                :data:`PROGRESS_DELAY` seconds (:func:`progress_report`).
 
         Returns:
             The sentences in input order, each a copy with ``heads`` (1-based, 0 for ROOT,
@@ -251,19 +298,21 @@ class Parser:
             and DEPREL replaced (comments, multiword tokens, empty nodes kept byte for byte).
 
         Raises:
-            DataError: as :meth:`sentences`.
+            DataError: as :meth:`sentences`; a string that names no file (raw text is parsed
+                through spaCy, above).
             ValueError: an unknown decoder name.
         """
         sentences = self.sentences(data)
         out: list[Sentence | None] = [None] * len(sentences)
         itos = self.relations
-        for batch, heads, rels in self._trees(sentences, decoder, batch_size, progress):
-            heads, rels = heads.cpu().tolist(), rels.cpu().tolist()
-            for b, (sid, n) in enumerate(
-                zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
-            ):
-                labels = [itos[r] for r in rels[b][1 : n + 1]]
-                out[sid] = parsed(sentences[sid], heads[b][1 : n + 1], labels)
+        with progress_report(progress, len(sentences)) as report:
+            for batch, heads, rels in self._trees(sentences, decoder, batch_size, report):
+                heads, rels = heads.cpu().tolist(), rels.cpu().tolist()
+                for b, (sid, n) in enumerate(
+                    zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
+                ):
+                    labels = [itos[r] for r in rels[b][1 : n + 1]]
+                    out[sid] = parsed(sentences[sid], heads[b][1 : n + 1], labels)
         return out
 
     def evaluate(
