@@ -18,8 +18,9 @@ come with a parser that predicts tags (a tagger), which bockparse does not have 
 spaCy's whitespace tokens (line breaks, runs of spaces) are not words: the parser never sees
 them; each is attached to the nearest word before it in its sentence (after it at a sentence's
 start) with the relation :data:`WHITESPACE_RELATION`, so that spaCy's sentences stay as the
-splitter made them. :func:`conllu` writes the parsed words as CoNLL-U and :func:`svg` draws the
-trees with displaCy (``bockparse-predict MODEL --text ...``).
+splitter made them; a sentence of whitespace alone (after a text's last sentence) hangs from
+its first token, its root. :func:`conllu` writes the parsed words as CoNLL-U and :func:`svg`
+draws the trees with displaCy (``bockparse-predict MODEL --text ...``).
 """
 
 import html
