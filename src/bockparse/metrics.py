@@ -1,8 +1,12 @@
-"""UAS, LAS and LCM with the Bock paper's conventions (§5 and its appendix on evaluation).
+"""UAS, LAS and LCM with the Bock paper's conventions (§5 and its appendix on evaluation), and
+the tag accuracies UPOS, XPOS, UFeats and AllTags of the CoNLL 2018 evaluator.
 
 Scored words are the integer-ID words (ROOT excluded), punctuation included unless an exclusion
 is asked for; LAS compares base relations (the part before ``:``), as the CoNLL 2018 evaluator
 does; LCM counts a sentence when every scored word has the right head and base relation.
+Tag scores compare a word's UPOS, XPOS and universal features (:func:`universal_feats`), each
+alone and all three together (AllTags), as the evaluator does for gold tokenisation (every word
+aligned), over the same scored words.
 Counts are integers, summed across batches and DDP ranks; rates are computed from them.
 
 Metric keys are ``{stage}/{name}``: ``val/uas``, ``val/las``, ``val/lcm``, ``test/...``.
@@ -42,6 +46,18 @@ PUNCT_EXCLUSIONS: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 COUNTS = ("words", "heads", "labels", "sentences", "complete")
+
+# Tag accuracies (rate names) and their counts: the scored words whose tag is right.
+TAG_NAMES = ("upos", "xpos", "ufeats", "alltags")
+TAG_COUNTS = tuple(f"right_{name}" for name in TAG_NAMES)
+
+# The features the CoNLL 2018 evaluator's UFeats compares (its UNIVERSAL_FEATURES): the
+# universal ones of UD v2; language-specific and layered features (``Number[psor]``) are not.
+UNIVERSAL_FEATURES = frozenset({
+    "PronType", "NumType", "Poss", "Reflex", "Foreign", "Abbr", "Gender", "Animacy", "Number",
+    "Case", "Definite", "Degree", "VerbForm", "Mood", "Tense", "Aspect", "Voice", "Evident",
+    "Polarity", "Person", "Polite",
+})  # fmt: skip
 
 
 def metric_key(stage: str, name: str) -> str:
@@ -221,6 +237,54 @@ def sentence_counts(
     return attachment_counts(pred_heads, pred_rels, gold_heads, gold_rels, mask, excluded)
 
 
+def universal_feats(feats: str) -> str:
+    """The FEATS that UFeats compares, as the CoNLL 2018 evaluator reduces them: the
+    ``Name=Value`` pairs whose name is in :data:`UNIVERSAL_FEATURES`, sorted, joined by ``|``
+    (``_`` and a FEATS of other features alone become ``""``)."""
+    return "|".join(sorted(f for f in feats.split("|") if f.split("=", 1)[0] in UNIVERSAL_FEATURES))
+
+
+def tag_counts(
+    gold: Sequence[Sentence], pred: Sequence[Sentence], exclude_punct: str | None
+) -> np.ndarray:
+    """The scored words whose UPOS, XPOS, universal FEATS (:func:`universal_feats`), and all
+    three, equal the gold ones: the CoNLL 2018 evaluator's UPOS, XPOS, UFeats and AllTags for
+    gold tokenisation, with the words :func:`sentence_counts` scores (punctuation left out by
+    ``exclude_punct``, a :data:`PUNCT_EXCLUSIONS` name, or none).
+
+    Args:
+        gold: the gold sentences.
+        pred: the same sentences with the tags to score.
+
+    Returns:
+        int64 ``[4]`` in :data:`TAG_COUNTS` order.
+
+    Raises:
+        ValueError: an unknown exclusion, or sentences of different lengths.
+    """
+    if exclude_punct is not None:
+        _exclusion(exclude_punct)  # an unknown name fails even with no sentences
+    total = np.zeros(len(TAG_COUNTS), dtype=np.int64)
+    for i, (g, p) in enumerate(zip(gold, pred, strict=True)):
+        if len(g) != len(p):
+            raise ValueError(f"sentence {i}: {len(g)} gold words but {len(p)} predicted")
+        scored = ~is_punct(g, exclude_punct) if exclude_punct is not None else [True] * len(g)
+        for keep, gu, gx, gf, pu, px, pf in zip(
+            scored, g.upos, g.xpos, g.feats, p.upos, p.xpos, p.feats, strict=True
+        ):
+            if keep:
+                right = (gu == pu, gx == px, universal_feats(gf) == universal_feats(pf))
+                total += (*right, all(right))
+    return total
+
+
+def tag_rates(counts: np.ndarray | Sequence[int], words: int) -> dict[str, float]:
+    """Percentages ``{"upos", "xpos", "ufeats", "alltags"}`` from :func:`tag_counts` of
+    ``words`` scored words (0 when nothing is scored)."""
+    return {name: 100.0 * int(c) / words if words else 0.0
+            for name, c in zip(TAG_NAMES, counts, strict=True)}  # fmt: skip
+
+
 def rates(counts: np.ndarray | torch.Tensor) -> dict[str, float]:
     """Percentages ``{"uas", "las", "lcm"}`` from summed counts (0 when nothing is scored)."""
     words, heads, labels, sentences, complete = (int(c) for c in counts)
@@ -272,28 +336,41 @@ def aligned_files(gold_path: str, pred_path: str) -> tuple[list[Sentence], list[
     return gold, pred
 
 
+def scores(attachment: np.ndarray | torch.Tensor, tags: np.ndarray | torch.Tensor) -> dict:
+    """The evaluation commands' result: :func:`rates`, :func:`tag_rates` and the integer counts
+    (:data:`COUNTS`, :data:`TAG_COUNTS`) of attachment and tag counts."""
+    attachment, tags = [int(c) for c in attachment], [int(c) for c in tags]
+    return {**rates(attachment), **tag_rates(tags, attachment[0]),
+            **dict(zip(COUNTS, attachment, strict=True)),
+            **dict(zip(TAG_COUNTS, tags, strict=True))}  # fmt: skip
+
+
 def evaluate_files(gold_path: str, pred_path: str, exclude_punct: str | None = None) -> dict:
-    """UAS/LAS/LCM of a prediction file against its gold file.
+    """UAS/LAS/LCM and UPOS/XPOS/UFeats/AllTags of a prediction file against its gold file.
 
     The files must hold the same sentences with the same words (the prediction file is the gold
-    one with HEAD and DEPREL replaced, as bockparse writes them).
+    one with HEAD and DEPREL replaced, as bockparse writes them, and with its tags as the
+    parser read or predicted them).
 
     Returns:
-        ``{"uas", "las", "lcm"}`` in percent plus the integer counts.
+        ``{"uas", "las", "lcm", "upos", "xpos", "ufeats", "alltags"}`` in percent plus the
+        integer counts (:data:`COUNTS`, :data:`TAG_COUNTS`).
 
     Raises:
         DataError: a file is malformed or the two do not align (naming the file and line).
     """
     gold, pred = aligned_files(gold_path, pred_path)
     total = sentence_counts(gold, [p.heads for p in pred], [p.rels for p in pred], exclude_punct)
-    return {**rates(total), **dict(zip(COUNTS, total.tolist(), strict=True))}
+    return scores(total, tag_counts(gold, pred, exclude_punct))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``bockparse-eval GOLD PRED [--exclude-punct ptb|ctb|upos]``."""
     parser = argparse.ArgumentParser(
         prog="bockparse-eval",
-        description="UAS, LAS (base relations) and LCM of a CoNLL-U prediction file.",
+        description="UAS, LAS (base relations), LCM and the tag accuracies UPOS, XPOS, UFeats "
+        "(universal features) and AllTags of a CoNLL-U prediction file, as the CoNLL 2018 "
+        "evaluator computes them for gold tokenisation.",
     )
     parser.add_argument("gold", help="gold CoNLL-U file (- for standard input)")
     parser.add_argument("pred", help="predicted CoNLL-U file (- for standard input)")
@@ -319,11 +396,14 @@ def add_punct_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def format_scores(result: dict[str, float]) -> str:
-    """The evaluation commands' report: rates, then the counts behind them."""
+    """The evaluation commands' report: attachment rates, the counts behind them, then the tag
+    accuracies."""
     return (
         f"UAS {result['uas']:.2f}  LAS {result['las']:.2f}  LCM {result['lcm']:.2f}\n"
         f"({result['heads']} / {result['labels']} of {result['words']} words, "
-        f"{result['complete']} of {result['sentences']} sentences)"
+        f"{result['complete']} of {result['sentences']} sentences)\n"
+        f"UPOS {result['upos']:.2f}  XPOS {result['xpos']:.2f}  UFeats {result['ufeats']:.2f}  "
+        f"AllTags {result['alltags']:.2f}"
     )
 
 

@@ -3,7 +3,8 @@ module's ``main(argv=None) -> int`` (or :mod:`bockparse.cli.parser`'s ``predict`
 ``export``); a missing optional extra is one line naming the install command, not a
 traceback. The light install (``pip install bockparse``) has the decoders, the CoNLL-U layer
 and the metrics; training and everything that loads a model need ``bockparse[train]``, the
-sweep launchers and plots ``bockparse[sweep]``.
+sweep launchers and plots ``bockparse[sweep]``, parsing raw text (``bockparse-predict --text``)
+``bockparse[spacy]``.
 
 Each script here imports its module's ``main`` on call (so the light scripts never pay for it).
 """
@@ -27,6 +28,7 @@ EXTRAS = {
     "matplotlib": "sweep",
     "scipy": "sweep",
     "statsmodels": "sweep",
+    "spacy": "spacy",
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ from ..data.subwords import WordPieces
 from ..data.vocab import Vocabs, base_relation_ids
 from ..decoders import get_decoder
 from ..hardware import AUTO, AUTOCAST_DTYPES, resolve_precision, warn_if_emulated
-from ..metrics import COUNTS, batch_counts, rates
+from ..metrics import COUNTS, batch_counts, scores, tag_counts
 from ..modelfile import ModelError
 from ..predict import predict_trees
 from . import files
@@ -51,6 +52,43 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "ModelError", "Parser", "RunSettings", "c
 
 Progress = Callable[[int, int], None]
 """``progress(sentences_done, sentences_total)``, called after each batch."""
+
+PROGRESS_DELAY = 2.0
+"""Seconds of parsing before the progress bar a terminal gets unasked shows (a large input)."""
+
+
+@contextlib.contextmanager
+def progress_report(progress: bool | Progress | None, total: int) -> Iterator[Progress | None]:
+    """What :meth:`Parser.predict` reports progress with: ``progress`` itself when it is a
+    callable; a tqdm bar on standard error when ``True``, or when ``None`` and standard error is
+    a terminal (then only once parsing has taken :data:`PROGRESS_DELAY` seconds); else nothing.
+    The bar is closed on leaving."""
+    if callable(progress):
+        yield progress
+        return
+    if not (progress or (progress is None and sys.stderr.isatty())):
+        yield None
+        return
+    from tqdm import tqdm  # installed with the train extra (Lightning's too)
+
+    delay = 0.0 if progress else PROGRESS_DELAY
+    with tqdm(total=total, unit=" sentences", file=sys.stderr, delay=delay) as bar:
+        yield lambda done, _total: bar.update(done - bar.n)
+
+
+def checked_device(device: torch.device | str) -> torch.device:
+    """``device`` as a ``torch.device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...).
+
+    Raises:
+        ValueError: an unknown device, or a CUDA one where torch sees no CUDA device.
+    """
+    try:
+        checked = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"unknown device {device!r} ({str(err).splitlines()[0]})") from None
+    if checked.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r}: no CUDA device is available here")
+    return checked
 
 
 class Parser:
@@ -125,7 +163,9 @@ class Parser:
         Raises:
             ModelError: the path is none of these, or the file is refused (never run).
             DataError: the saved vocabularies are unusable.
+            ValueError: an unknown device, or ``cuda`` where no CUDA device is available.
         """
+        device = checked_device(device)
         parser = cls(*files.load(path), device)
         if precision == AUTO:
             precision = resolve_precision(AUTO, parser.device.type)[0]
@@ -232,17 +272,24 @@ class Parser:
         decoder: str | None = None,
         batch_size: int | None = None,
         *,
-        progress: Progress | None = None,
+        progress: bool | Progress | None = None,
     ) -> list[Sentence]:
         """Parse sentences.
 
         Args:
             data: a CoNLL-U file (HEAD and DEPREL may be ``_``; filled ones are ignored), a list
-                of ``Sentence``, or pre-tokenized sentences: lists of words, or dicts with
-                ``forms`` and optionally ``upos``, ``xpos``, ``feats``.
+                of ``Sentence``, or pre-tokenized sentences: lists of words
+                (``[["I", "saw", "it", "."]]``), or dicts with ``forms`` and optionally
+                ``upos``, ``xpos``, ``feats``. Words alone suffice for a model that reads no
+                tags (``model/context=notags``); a model that reads UPOS, XPOS or FEATS needs
+                them. Raw text is no input here: :mod:`bockparse.rawtext` splits it into
+                sentences and words with spaCy (``bockparse-predict MODEL --text TEXT``).
             decoder: a registry decoder name; ``None`` for the run's.
             batch_size: words per batch; ``None`` for the run's.
-            progress: called after each batch with the sentences done and the total.
+            progress: a callable called after each batch with the sentences done and the
+                total; ``True`` for a progress bar on standard error, ``False`` for none;
+                ``None``: a bar when standard error is a terminal and parsing takes more than
+                :data:`PROGRESS_DELAY` seconds (:func:`progress_report`).
 
         Returns:
             The sentences in input order, each a copy with ``heads`` (1-based, 0 for ROOT,
@@ -251,19 +298,21 @@ class Parser:
             and DEPREL replaced (comments, multiword tokens, empty nodes kept byte for byte).
 
         Raises:
-            DataError: as :meth:`sentences`.
+            DataError: as :meth:`sentences`; a string that names no file (raw text is parsed
+                through spaCy, above).
             ValueError: an unknown decoder name.
         """
         sentences = self.sentences(data)
         out: list[Sentence | None] = [None] * len(sentences)
         itos = self.relations
-        for batch, heads, rels in self._trees(sentences, decoder, batch_size, progress):
-            heads, rels = heads.cpu().tolist(), rels.cpu().tolist()
-            for b, (sid, n) in enumerate(
-                zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
-            ):
-                labels = [itos[r] for r in rels[b][1 : n + 1]]
-                out[sid] = parsed(sentences[sid], heads[b][1 : n + 1], labels)
+        with progress_report(progress, len(sentences)) as report:
+            for batch, heads, rels in self._trees(sentences, decoder, batch_size, report):
+                heads, rels = heads.cpu().tolist(), rels.cpu().tolist()
+                for b, (sid, n) in enumerate(
+                    zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
+                ):
+                    labels = [itos[r] for r in rels[b][1 : n + 1]]
+                    out[sid] = parsed(sentences[sid], heads[b][1 : n + 1], labels)
         return out
 
     def evaluate(
@@ -273,7 +322,8 @@ class Parser:
         exclude_punct: str | None = None,
         batch_size: int | None = None,
     ) -> dict[str, Any]:
-        """UAS, LAS and LCM on a gold CoNLL-U file, with the training conventions.
+        """UAS, LAS and LCM on a gold CoNLL-U file, with the training conventions, and the
+        tag accuracies UPOS, XPOS, UFeats and AllTags of the CoNLL 2018 evaluator.
 
         Punctuation included unless ``exclude_punct`` names one of
         :data:`bockparse.metrics.PUNCT_EXCLUSIONS`, ROOT excluded, LAS on base relations,
@@ -282,9 +332,15 @@ class Parser:
         more than 5 % of the gold relations or of a tag input the model reads is outside its
         vocabularies (a model of another treebank; :func:`.inputs.report_unknown`).
 
+        The tag scores (:func:`bockparse.metrics.tag_counts`, over the same words) compare the
+        tags the parser read with the gold file's. A parser predicts no tags (there is no
+        tagger yet): it reads the gold file's own tags, so these are 100 %; they say which
+        tags the attachment scores were computed with, not how well any tagger did.
+
         Returns:
-            ``{"uas", "las", "lcm"}`` in percent and the integer counts ``words``, ``heads``,
-            ``labels``, ``sentences``, ``complete``.
+            ``{"uas", "las", "lcm", "upos", "xpos", "ufeats", "alltags"}`` in percent and the
+            integer counts ``words``, ``heads``, ``labels``, ``sentences``, ``complete`` and
+            ``right_upos``, ``right_xpos``, ``right_ufeats``, ``right_alltags``.
 
         Raises:
             DataError: a malformed gold file (``FILE:LINE: reason``).
@@ -298,4 +354,4 @@ class Parser:
         exclude = exclude_punct is not None
         for batch, heads, rels in self._trees(gold, decoder, batch_size, None, exclude_punct):
             total += batch_counts(heads, rels, batch, base_of, exclude).cpu()
-        return {**rates(total), **dict(zip(COUNTS, total.tolist(), strict=True))}
+        return scores(total, tag_counts(gold, gold, exclude_punct))

@@ -22,6 +22,7 @@ from ..data.conllu import (
     Sentence,
     control_character,
     format_sentence,
+    is_standard_stream,
     read_conllu,
     source_name,
 )
@@ -43,6 +44,10 @@ TAG_INPUTS = {
     "xpos": ("use_xpos", "XPOS"),
     "feats": ("use_feats", "FEATS"),
 }
+# The model settings that read words alone, named by every error about missing tags.
+WORDS_ONLY = ("a model that reads words only: trained with model/context=notags "
+              "(bockparse-train model=biaffine-notags ..., or model/context=notags with any "
+              "model)")  # fmt: skip
 # Above this share of gold relations or input tags outside the model's vocabularies, the input
 # is most likely from another treebank (other labels, other tag sets): a warning says so.
 UNKNOWN_WARNING_SHARE = 0.05
@@ -111,6 +116,15 @@ def read_sentences(data: str | os.PathLike | Sequence[Any]) -> tuple[list[Senten
     Raises:
         DataError: a malformed file (``FILE:LINE: reason``) or sentence.
     """
+    if isinstance(data, str) and not is_standard_stream(data) and not os.path.lexists(data):
+        shown = repr(data if len(data) <= 60 else data[:57] + "...")
+        raise DataError(
+            f"{shown} is no file: give a CoNLL-U file, Sentence objects or pre-tokenized "
+            "sentences (lists of words); to parse raw text, let spaCy split it into sentences "
+            "and words: bockparse-predict MODEL --text TEXT, or the spaCy component "
+            "nlp.add_pipe('bockparse', config={'model': MODEL}) (pip install "
+            "'bockparse[spacy]'; docs/prediction.md)"
+        )
     if isinstance(data, str | os.PathLike):
         sentences = read_conllu(
             data, single_root=True, on_malformed="error", trees=False, skip_option=None
@@ -132,6 +146,14 @@ def warn_long(sentences: Sequence[Sentence], limit: int | None, source: str) -> 
                     source, len(long), limit, len(longest), longest.line)  # fmt: skip
 
 
+def tag_inputs(settings: RunSettings) -> list[str]:
+    """The tag fields (:data:`TAG_INPUTS`: ``upos``, ``xpos``, ``feats``) the model reads, as its
+    spec's ``model.context.use_upos``, ``use_xpos`` and ``use_feats`` say; none for a model of
+    ``model/context=notags``, which reads words alone."""
+    context = settings.model["params"]["context"]
+    return [field for field, (switch, _) in TAG_INPUTS.items() if context.get(switch)]
+
+
 def check_tags(
     sentences: Sequence[Sentence], settings: RunSettings, vocabs: Vocabs, source: str
 ) -> None:
@@ -139,24 +161,29 @@ def check_tags(
     was all the training data had.
 
     Raises:
-        DataError: naming the column and what to do.
+        DataError: naming every tag column the model reads and the input lacks, and the model
+            settings that read words only.
     """
     if not sentences:
         return
-    for field, (switch, column) in TAG_INPUTS.items():
-        if not settings.model["params"]["context"].get(switch):
-            continue
+    missing = []
+    for field in tag_inputs(settings):
         trained = set(getattr(vocabs, field).itos) - set(SPECIALS) - {"_"}
         given = {v for s in sentences for v in getattr(s, field)}
         if trained and given == {"_"}:
-            raise DataError(
-                f"{source}: the model uses {column} (model.context.{switch}: true) but the input "
-                f"has none ({column} is _ on every word): give {column} (CoNLL-U column "
-                f"{COLUMNS.index(column) + 1}, or '{field}' in each pre-tokenized sentence), "
-                "or use a model that does not need it: trained with model/context=notags "
-                "(bockparse-train model=biaffine-notags ..., or model/context=notags with any "
-                "model)"
-            )
+            missing.append(field)
+    if not missing:
+        return
+    uses = ", ".join(f"{TAG_INPUTS[f][1]} (model.context.{TAG_INPUTS[f][0]}: true)"
+                     for f in tag_inputs(settings))  # fmt: skip
+    columns = ", ".join(TAG_INPUTS[f][1] for f in missing)
+    numbers = ", ".join(str(COLUMNS.index(TAG_INPUTS[f][1]) + 1) for f in missing)
+    keys = ", ".join(f"'{f}'" for f in missing)
+    raise DataError(
+        f"{source}: the model uses {uses} but the input has no {columns} (_ on every word): "
+        f"give {columns} (CoNLL-U column {numbers}, or {keys} in each pre-tokenized sentence), "
+        f"or use {WORDS_ONLY}"
+    )
 
 
 def unknown_counts(
@@ -175,8 +202,7 @@ def unknown_counts(
         ``rels``: ``(values not in the model's vocabulary, values, the vocabulary's size)``,
         specials left out of the size.
     """
-    fields = [f for f, (switch, _) in TAG_INPUTS.items()
-              if settings.model["params"]["context"].get(switch)]  # fmt: skip
+    fields = tag_inputs(settings)
     counts = {}
     for field in [*fields, "rels"] if gold else fields:
         vocab = getattr(vocabs, field)

@@ -14,6 +14,7 @@ from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
 from bockparse.data.conllu import DataError
 from bockparse.data.vocab import base_relation, base_relation_ids
 from bockparse.metrics import (
+    TAG_NAMES,
     attachment_counts,
     batch_counts,
     check_punct_exclusion,
@@ -22,6 +23,7 @@ from bockparse.metrics import (
     main,
     rates,
     sentence_counts,
+    universal_feats,
 )
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data/ud-english-ewt-sample/en_ewt-ud-dev.conllu"
@@ -72,6 +74,30 @@ def test_equals_the_conll_2018_evaluator(tmp_path, seed):
     assert ours["uas"] == pytest.approx(100 * theirs["UAS"].f1, abs=1e-9)
     assert ours["las"] == pytest.approx(100 * theirs["LAS"].f1, abs=1e-9)
     assert 50 < ours["las"] < ours["uas"] < 100
+
+
+@pytest.mark.parametrize("exclude", [None, "upos", "ptb"])
+def test_tag_scores_equal_the_conll_2018_evaluator(tmp_path, conll2018, perturb_tags, exclude):
+    """UPOS, XPOS, UFeats and AllTags count the words the evaluator counts, with and without
+    punctuation, on trees and tags that are both partly wrong."""
+    trees, pred = tmp_path / "trees.conllu", tmp_path / "pred.conllu"
+    perturb(SAMPLE, trees, 4)
+    perturb_tags(trees, pred, 7)
+    ours = evaluate_files(str(SAMPLE), str(pred), exclude)
+    theirs = conll2018(SAMPLE, pred, exclude)
+    assert {name: ours[name] for name in theirs} == theirs
+    for name in TAG_NAMES:
+        assert ours[name] == 100 * theirs[f"right_{name}"] / theirs["words"]
+    assert 50 < ours["alltags"] < min(ours["upos"], ours["xpos"], ours["ufeats"]) < 100
+    if exclude is not None:
+        assert ours["words"] < evaluate_files(str(SAMPLE), str(pred))["words"]
+
+
+def test_ufeats_compares_the_universal_features_as_the_evaluator_does():
+    assert universal_feats("_") == ""
+    assert universal_feats("Typo=Yes|Number[psor]=Plur") == ""  # neither is universal
+    assert universal_feats("Tense=Past|Typo=Yes|Case=Nom") == "Case=Nom|Tense=Past"
+    assert universal_feats("Number=Sing|Case=Nom") == universal_feats("Case=Nom|Number=Sing")
 
 
 def test_hand_computed_counts():
@@ -195,7 +221,9 @@ def test_eval_cli(tmp_path, capsys):
     assert out.startswith("UAS ") and " LAS " in out and " LCM " in out
     assert main([str(SAMPLE), str(pred), "--exclude-punct", "upos"]) == 0
     assert main([str(SAMPLE), str(SAMPLE)]) == 0
-    assert "UAS 100.00  LAS 100.00  LCM 100.00" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "UAS 100.00  LAS 100.00  LCM 100.00" in out
+    assert out.splitlines()[2] == "UPOS 100.00  XPOS 100.00  UFeats 100.00  AllTags 100.00"
     short = tmp_path / "short.conllu"
     short.write_text(SAMPLE.read_text(encoding="utf-8").split("\n\n", 1)[1], encoding="utf-8")
     assert main([str(SAMPLE), str(short)]) == 1

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from bockparse.cli.parser import evaluate as evaluate_cli
 from bockparse.cli.parser import export as export_cli
@@ -103,6 +104,18 @@ def test_evaluate_eval_and_check_read_standard_input(model_file, tmp_path, monke
     assert capsys.readouterr().out == "<stdin>: OK\n"
     with pytest.raises(SystemExit):
         check_cli(["-", "-"])
+
+
+def test_the_device_is_checked_in_one_line(model_file, tmp_path, capsys):
+    with pytest.raises(ValueError, match="unknown device 'gpu0'"):
+        Parser.load(model_file, device="gpu0")
+    gold = _first(tmp_path / "gold.conllu", 3)
+    assert evaluate_cli([str(model_file), str(gold), "--device", "gpu0"]) == 1
+    assert _line(capsys).startswith("bockparse-evaluate: unknown device 'gpu0'")
+    assert predict_cli([str(model_file), str(gold), "--out", "-", "--device", "cpu"]) == 0
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device 'cuda': no CUDA device is available here"):
+            Parser.load(model_file, device="cuda")
 
 
 @pytest.fixture

@@ -119,9 +119,17 @@ def test_pre_tokenized_input_with_tags_and_its_errors(untrained):
               "xpos": ["NNS", "VBP", "."], "feats": ["Number=Plur", "_", "_"]}  # fmt: skip
     (parsed,) = parser.predict([tagged])
     assert_tree(parsed) and parsed.upos == tagged["upos"]
-    with pytest.raises(DataError, match=r"UPOS .*biaffine-notags"):
+    with pytest.raises(DataError) as words_only:
         parser.predict([["Dogs", "bark", "."]])
-    with pytest.raises(DataError, match=r"XPOS \(model.context.use_xpos: true\)"):
+    assert str(words_only.value) == (
+        "the input: the model uses UPOS (model.context.use_upos: true), XPOS "
+        "(model.context.use_xpos: true), FEATS (model.context.use_feats: true) but the input "
+        "has no UPOS, XPOS, FEATS (_ on every word): give UPOS, XPOS, FEATS (CoNLL-U column "
+        "4, 5, 6, or 'upos', 'xpos', 'feats' in each pre-tokenized sentence), or use a model "
+        "that reads words only: trained with model/context=notags (bockparse-train "
+        "model=biaffine-notags ..., or model/context=notags with any model)"
+    )
+    with pytest.raises(DataError, match=r"has no XPOS \(_ on every word\): give XPOS \(CoNLL"):
         parser.predict([{**tagged, "xpos": ["_", "_", "_"]}])
     for bad, message in (
         (["Dogs", "bark"], "sentence 0: a str"),
@@ -136,12 +144,42 @@ def test_pre_tokenized_input_with_tags_and_its_errors(untrained):
     assert parser.predict([]) == []
 
 
+def test_words_alone_parse_with_a_model_without_tag_inputs_and_raw_text_is_pointed_to_spacy(
+    untrained, tmp_path
+):
+    parser = untrained(NOTAGS)
+    (parsed,) = parser.predict([["I", "saw", "it", "."]])
+    assert_tree(parsed) and parsed.forms == ["I", "saw", "it", "."]
+    for text in ("I saw it.", "x" * 100):
+        with pytest.raises(DataError) as raw:
+            parser.predict(text)
+        message = str(raw.value)
+        assert message.startswith(repr(text[:57] + "..." if len(text) > 60 else text))
+        assert "is no file" in message and "bockparse-predict MODEL --text" in message
+        assert "nlp.add_pipe('bockparse'" in message and "bockparse[spacy]" in message
+    with pytest.raises(DataError, match="cannot read file"):  # a path: a missing file
+        parser.predict(tmp_path / "missing.conllu")
+
+
+def test_a_progress_bar_when_asked_and_none_otherwise(untrained, capsys):
+    parser = untrained(NOTAGS)
+    words = [["Dogs", "bark", "."], ["Hi"]]
+    parser.predict(words, progress=True)
+    assert "2/2" in capsys.readouterr().err
+    for quiet in (False, None):  # None: standard error is no terminal under pytest
+        parser.predict(words, progress=quiet)
+        assert capsys.readouterr().err == ""
+    seen = []
+    parser.predict(words, progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (2, 2)
+
+
 def test_a_tagged_model_names_the_missing_conllu_column(untrained, tmp_path):
     parser = untrained()
     plain = tmp_path / "plain.conllu"
     lines = [f"{i}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_" for i, w in enumerate(["Dogs", "bark"], 1)]
     plain.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
-    with pytest.raises(DataError, match=rf"{plain}: the model uses UPOS .*CoNLL-U column 4"):
+    with pytest.raises(DataError, match=rf"{plain}: the model uses UPOS .*CoNLL-U column 4, 5, 6"):
         parser.predict(plain)
     assert len(untrained(NOTAGS).predict(plain)[0].heads) == 2
 

@@ -45,6 +45,30 @@ def test_evaluate_equals_metrics_json_from_folder_checkpoint_and_model_file(
     )
 
 
+@pytest.mark.parametrize("run", ["smoke_run", "smoke_run_bf16"])
+def test_tag_and_parse_scores_of_trained_runs_equal_the_conll_2018_evaluator(
+    run, request, tmp_path, conll2018, perturb_tags
+):
+    """On each trained run's test predictions, and on a copy whose tags differ from the gold
+    ones: bockparse-eval's counts are the evaluator's, with and without punctuation; the
+    parser's own tag scores are 100 %, as it reads the gold file's tags."""
+    run_dir = request.getfixturevalue(run)
+    pred = run_dir / "predictions" / "test.conllu"
+    retagged = tmp_path / "retagged.conllu"
+    perturb_tags(pred, retagged, 11)
+    parser = Parser.load(run_dir)
+    for exclude in (None, "upos"):
+        for path in (pred, retagged):
+            ours = evaluate_files(str(TEST), str(path), exclude)
+            theirs = conll2018(TEST, path, exclude)
+            assert {name: ours[name] for name in theirs} == theirs, (path, exclude)
+        assert evaluate_files(str(TEST), str(pred), exclude)["alltags"] == 100.0
+        assert evaluate_files(str(TEST), str(retagged), exclude)["alltags"] < 95.0
+        evaluated = parser.evaluate(TEST, exclude_punct=exclude)
+        assert evaluated == evaluate_files(str(TEST), str(pred), exclude)
+        assert [evaluated[n] for n in ("upos", "xpos", "ufeats", "alltags")] == [100.0] * 4
+
+
 def test_a_bf16_run_predicts_in_bf16_and_reproduces_its_metrics(smoke_run_bf16, tmp_path):
     metrics = json.loads((smoke_run_bf16 / "metrics.json").read_text())
     expected = {name: metrics[f"test/{name}"] for name in ("uas", "las", "lcm")}

@@ -1,0 +1,78 @@
+"""Fixtures shared by the metric and parser tests: the CoNLL 2018 evaluator's counts (udtools, a
+dev dependency: tests only) and prediction files whose tags differ from the gold ones."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bockparse.metrics import PUNCT_EXCLUSIONS
+
+# Replacements for a word's FEATS: each either changes what UFeats compares or only what it
+# ignores (language-specific and layered features, the order of the pairs).
+_FEATS_EDITS: list[Callable[[str], str]] = [
+    lambda f: "_" if f != "_" else "Number=Sing",  # every universal feature, or one more
+    lambda f: "|".join(reversed(f.split("|"))),  # order only: same UFeats
+    lambda f: "Typo=Yes" if f == "_" else f + "|Typo=Yes",  # not universal: same UFeats
+    lambda f: "Number[psor]=Plur" if f == "_" else f + "|Number[psor]=Plur",  # layered: same
+    lambda f: f.replace("Sing", "Plur"),  # a universal value (where there is one)
+]
+
+
+@pytest.fixture(scope="session")
+def perturb_tags() -> Callable[[Path, Path, int], None]:
+    """``perturb_tags(source, target, seed)``: ``source`` copied to ``target`` with some UPOS,
+    XPOS and FEATS changed (:data:`_FEATS_EDITS`), everything else kept."""
+
+    def perturb(source: Path, target: Path, seed: int) -> None:
+        rng = random.Random(seed)
+        upos = ["NOUN", "VERB", "ADJ", "PUNCT", "X"]
+        lines = []
+        for line in source.read_text(encoding="utf-8").split("\n"):
+            cols = line.split("\t")
+            if len(cols) == 10 and cols[0].isdigit():
+                if rng.random() < 0.1:
+                    cols[3] = rng.choice(upos)
+                if rng.random() < 0.1:
+                    cols[4] = cols[4] + "x"
+                if rng.random() < 0.3:
+                    cols[5] = rng.choice(_FEATS_EDITS)(cols[5])
+            lines.append("\t".join(cols))
+        target.write_text("\n".join(lines), encoding="utf-8")
+
+    return perturb
+
+
+@pytest.fixture(scope="session")
+def conll2018() -> Callable[..., dict[str, int]]:
+    """``conll2018(gold, pred, exclude_punct=None)``: the CoNLL 2018 evaluator's counts of a
+    prediction file, named as :mod:`bockparse.metrics` names them: ``words``, ``right_upos``,
+    ``right_xpos``, ``right_ufeats``, ``right_alltags``, and with every word scored also
+    ``heads`` and ``labels`` (UAS and LAS). With an exclusion, the gold punctuation words (and
+    their counterparts) are taken out of both files' words before the evaluator aligns and
+    scores them: right for the tag scores; attachment is not compared then (a word whose head
+    is taken out could no longer be matched)."""
+    udeval = pytest.importorskip("udtools.udeval")
+    columns = {"upos": udeval.UPOS, "xpos": udeval.XPOS}
+
+    def counts(gold: Path, pred: Path, exclude_punct: str | None = None) -> dict[str, int]:
+        g, p = udeval.load_conllu_file(str(gold)), udeval.load_conllu_file(str(pred))
+        if exclude_punct is not None:
+            column, tags = PUNCT_EXCLUSIONS[exclude_punct]
+            keep = [w.columns[columns[column]] not in tags for w in g.words]
+            g.words = [w for w, k in zip(g.words, keep, strict=True) if k]
+            p.words = [w for w, k in zip(p.words, keep, strict=True) if k]
+        result = udeval.evaluate(g, p)
+        assert result["Words"].correct == result["Words"].gold_total  # gold tokenisation
+        found = {"words": result["Words"].gold_total}
+        for name, key in (("upos", "UPOS"), ("xpos", "XPOS"), ("ufeats", "UFeats"),
+                          ("alltags", "AllTags")):  # fmt: skip
+            found[f"right_{name}"] = result[key].correct
+        if exclude_punct is None:
+            found["heads"], found["labels"] = result["UAS"].correct, result["LAS"].correct
+        return found
+
+    return counts
