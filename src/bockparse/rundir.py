@@ -1,16 +1,17 @@
-"""The run folder: its layout, its one atomic writer, and its training lock.
+"""The run folder: its layout, its name, its one atomic writer, and its training lock.
 
-A ``bockparse-train`` run folder (Hydra's ``hydra.run.dir``) holds::
+A ``bockparse-train`` run folder (Hydra's ``hydra.run.dir``, named by :func:`folder_name`:
+one configuration per folder) holds::
 
-    .hydra/config.yaml   the composed config (Hydra writes it)      CONFIG
-    train.log            the run's log (Hydra's job logging)        TRAIN_LOG
+    .hydra/config.yaml   the composed config (written once locked)  CONFIG
+    train.log            the run's log (opened once locked)         TRAIN_LOG
     environment.json     versions, CPU/GPU, the precision chosen    ENVIRONMENT
     checkpoints/         best.ckpt (weights), last.ckpt (full state), best-of-last.ckpt
     predictions/         val.conllu, test.conllu
     csv/metrics.csv      the logged curve
     timing.json          wall time by part                          TIMING
     metrics.json         the scores, written last: the run is done  METRICS
-    train.lock           while a training process owns the folder   LOCK
+    train.lock           while a training process owns the folder   LOCK  (RunLock)
 
 A folder is a run folder by this layout alone (:func:`is_run_dir`, :func:`run_dir_of`): never by
 searching the folders above a file, so a file planted above a downloaded run is never read.
@@ -66,8 +67,8 @@ REPLACED = ".replaced-"
 # Settings that change nothing a run computes: a run folder's saved config and a command that
 # continues it may differ in them, and they are no part of a folder's name (each key and every
 # key under it; ``hydra`` also its groups, ``hydra/launcher``).
-RESULT_FREE = ("resume", "overwrite", "torch_threads", "logger", "trace", "data.num_workers",
-               "trainer.enable_progress_bar", "hydra")  # fmt: skip
+RESULT_FREE = ("resume", "overwrite", "torch_threads", "loss.workers", "data.num_workers",
+               "logger", "trace", "trainer.enable_progress_bar", "hydra")  # fmt: skip
 # Settings that a run folder's path spells already (``<experiment>/<name>/seed<seed>``), that
 # choose among those (a condition, a sweep), or that say where the files are (``data.root``,
 # the git-ignored ``conf/local``): no part of a folder's name (these keys exactly).

@@ -19,6 +19,13 @@ configured, and a W&B failure only costs the W&B log.
 Under Lightning DDP (``trainer=ddp``) every rank runs :func:`run`; evaluation scores every
 sentence once across the ranks, and rank 0 alone writes the predictions and ``metrics.json``.
 
+The run folder is one configuration's (``conf/train.yaml``'s ``hydra.run.dir`` names it by
+:func:`bockparse.rundir.folder_name`, through the ``run_folder`` resolver registered here). It
+is locked before anything is written into it (Hydra writes nothing there itself: the run
+writes ``.hydra/`` and opens ``train.log`` once it holds the lock), and a folder holding a
+finished run or another config is refused with the choices (:func:`claim`); ``overwrite=true``
+sets it aside.
+
 ``resume=true`` continues from ``checkpoints/last.ckpt`` when the run folder has one; it says
 so and exits when the run is finished (``metrics.json`` exists), and refuses a damaged
 ``last.ckpt`` or a config whose model, data, loss, decoder or condition differ from the one the
