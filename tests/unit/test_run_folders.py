@@ -239,3 +239,16 @@ def test_a_refused_job_leaves_no_folder_behind(tmp_path):
     assert out.returncode == 1, out.stderr[-2000:]
     assert out.stderr.strip().splitlines()[-1].startswith("bockparse-train: optim.eval_every=0")
     assert [p.name for p in sweep.iterdir()] == ["multirun.yaml"]  # Hydra's record of the sweep
+
+
+def test_a_refused_resume_leaves_the_saved_config_as_it_was(tmp_path):
+    from bockparse.training.resume import ResumeError
+
+    run_dir = _saved_run(tmp_path)
+    (run_dir / rundir.LAST).parent.mkdir()
+    (run_dir / rundir.LAST).write_bytes(b"\0" * 10)  # damaged: check_resume refuses it
+    before = _files(run_dir)
+    cfg, hydra = _split(_composed("resume=true", "model.arc_hidden=64"))
+    with pytest.raises(ResumeError, match="cannot resume from"):
+        run(cfg, run_dir, hydra)
+    assert _files(run_dir) == before

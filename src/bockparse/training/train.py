@@ -364,10 +364,10 @@ def run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None = None) -> dict
 
     The settings are checked first; then the run folder is locked for this process before
     anything is written into it (:class:`bockparse.rundir.RunLock`; under DDP by rank 0, the
-    other ranks write nothing but their own log) and checked (:func:`claim`). Under Hydra
-    (``hydra``: Hydra's config of the job), ``.hydra/`` is written then
-    (:func:`write_hydra_config`) and the job's log file opened (:func:`attach_job_log`; the
-    caller detaches it).
+    other ranks write nothing but their own log) and checked (:func:`claim`), and a resumed
+    run's ``last.ckpt`` compared with ``cfg`` (:func:`check_resume`). Under Hydra (``hydra``:
+    Hydra's config of the job), ``.hydra/`` is written only then (:func:`write_hydra_config`),
+    and the job's log file opened (:func:`attach_job_log`; the caller detaches it).
 
     Raises:
         SettingsError: a setting that cannot work, all named.
@@ -378,29 +378,28 @@ def run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None = None) -> dict
     if problems := setting_problems(cfg):
         raise SettingsError("; ".join(problems))
     if getattr(rank_zero_only, "rank", 0) != 0:  # rank 0's process holds the lock
-        if hydra is not None:
-            attach_job_log(run_dir, hydra)
-        return _run(cfg, run_dir)
+        return _run(cfg, run_dir, hydra)
     job_log = f"{hydra.hydra.job.name}.log" if hydra is not None else None
     with rundir.RunLock(run_dir) as lock:
         finished = claim(cfg, lock, job_log)
         if finished is not None:
             return finished
-        if hydra is not None:
-            write_hydra_config(run_dir, cfg, hydra)
-            attach_job_log(run_dir, hydra)
-        return _run(cfg, run_dir)
+        return _run(cfg, run_dir, hydra)
 
 
-def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
-    """:func:`run` once the settings are checked and the folder is locked."""
+def _run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None) -> dict[str, Any]:
+    """:func:`run` once the settings are checked and the folder is locked and checked."""
     ckpt_dir = run_dir / rundir.CHECKPOINTS
     done = run_dir / rundir.METRICS
     callback = ScheduleCallback(ckpt_dir, **cfg.optim.last_checkpoint)
     resume = callback.last_path if cfg.resume and callback.last_path.exists() else None
+    saved, resumed_step = check_resume(cfg, resume) if resume is not None else (None, None)
+    if hydra is not None:  # nothing written before the folder and last.ckpt are checked
+        if getattr(rank_zero_only, "rank", 0) == 0:
+            write_hydra_config(run_dir, cfg, hydra)
+        attach_job_log(run_dir, hydra)
     if cfg.resume and resume is None:
         log.warning("resume=true but %s does not exist: starting afresh", callback.last_path)
-    saved, resumed_step = check_resume(cfg, resume) if resume is not None else (None, None)
     precision_reason = resolve_run_precision(cfg, saved)
     log_choices(cfg, run_dir)
     if resume is not None:
