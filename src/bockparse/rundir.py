@@ -1,16 +1,17 @@
-"""The run folder: its layout, its one atomic writer, and its training lock.
+"""The run folder: its layout, its name, its one atomic writer, and its training lock.
 
-A ``bockparse-train`` run folder (Hydra's ``hydra.run.dir``) holds::
+A ``bockparse-train`` run folder (Hydra's ``hydra.run.dir``, named by :func:`folder_name`:
+one configuration per folder) holds::
 
-    .hydra/config.yaml   the composed config (Hydra writes it)      CONFIG
-    train.log            the run's log (Hydra's job logging)        TRAIN_LOG
+    .hydra/config.yaml   the composed config (written once locked)  CONFIG
+    train.log            the run's log (opened once locked)         TRAIN_LOG
     environment.json     versions, CPU/GPU, the precision chosen    ENVIRONMENT
     checkpoints/         best.ckpt (weights), last.ckpt (full state), best-of-last.ckpt
     predictions/         val.conllu, test.conllu
     csv/metrics.csv      the logged curve
     timing.json          wall time by part                          TIMING
     metrics.json         the scores, written last: the run is done  METRICS
-    train.lock           while a training process owns the folder   LOCK
+    train.lock           while a training process owns the folder   LOCK  (RunLock)
 
 A folder is a run folder by this layout alone (:func:`is_run_dir`, :func:`run_dir_of`): never by
 searching the folders above a file, so a file planted above a downloaded run is never read.
@@ -26,11 +27,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import itertools
 import json
 import os
+import re
+import socket
 import stat
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +60,119 @@ LOCK = "train.lock"
 # continues exactly as an uninterrupted one would, a line starting "resumed bit for bit".
 RESUMING = "resuming from"
 RESUMED_EXACTLY = "resumed bit for bit"
+
+
+# A run folder set aside by ``overwrite=true``: ``<folder>.replaced-<UTC time>``.
+REPLACED = ".replaced-"
+# Settings that change nothing a run computes: a run folder's saved config and a command that
+# continues it may differ in them, and they are no part of a folder's name (each key and every
+# key under it; ``hydra`` also its groups, ``hydra/launcher``).
+RESULT_FREE = ("resume", "overwrite", "torch_threads", "loss.workers", "data.num_workers",
+               "logger", "trace", "trainer.enable_progress_bar", "hydra")  # fmt: skip
+# Settings that a run folder's path spells already (``<experiment>/<name>/seed<seed>``), that
+# choose among those (a condition, a sweep), or that say where the files are (``data.root``,
+# the git-ignored ``conf/local``): no part of a folder's name (these keys exactly).
+NAMED_BY_PATH = ("seed", "experiment", "experiment_name", "condition", "loss", "decoder", "name",
+                 "sweep", "local", "data.root")  # fmt: skip
+MAX_NAME = 120  # characters of a folder name; a longer one ends in a hash of the whole
+
+
+def _within(key: str, keys: Iterable[str]) -> bool:
+    return any(key == k or key.startswith((f"{k}.", f"{k}/")) for k in keys)
+
+
+def override_key(override: str) -> str:
+    """The key of a Hydra command-line override: ``+model.x@pkg=1`` -> ``model.x``."""
+    return override.lstrip("+~").split("=", 1)[0].split("@", 1)[0]
+
+
+def folder_name(name: object, overrides: Iterable[str]) -> str:
+    """A run's folder name: its ``name`` (``<loss>-<decoder>``), then every command-line
+    override that can change its results, sorted, after commas (Hydra's ``override_dirname``
+    idea): ``hinge-bock,model=biaffine-notags,optim.lr=0.1``. Overrides of
+    :data:`RESULT_FREE` and :data:`NAMED_BY_PATH` are left out.
+
+    A name with a character other than letters, digits and ``_.,=+@-`` (a ``/`` in a value,
+    say), one that starts with a dot, or one longer than :data:`MAX_NAME` gets them replaced by
+    ``_``, is cut, and ends in a hash of the whole: one folder component, never a path, and
+    distinct for distinct overrides.
+    """
+    kept = sorted(o for o in overrides
+                  if not _within(override_key(o), RESULT_FREE)
+                  and override_key(o) not in NAMED_BY_PATH)  # fmt: skip
+    text = ",".join([str(name), *kept])
+    safe = re.sub(r"[^A-Za-z0-9_.,=+@-]", "_", text)
+    if safe.startswith("."):
+        safe = "_" + safe[1:]
+    if safe != text or len(safe) > MAX_NAME:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        safe = f"{safe[: MAX_NAME - len(digest) - 1]}-{digest}"
+    return safe
+
+
+def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(tree, dict) or not tree:
+        return {prefix: tree}
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        out.update(_leaves(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def config_changes(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """``key: saved -> current`` (keys escaped, values as ``repr``) for every setting that
+    differs between two configs (plain containers, unresolved), sorted; settings of
+    :data:`RESULT_FREE` may differ."""
+    old, new = _leaves(saved), _leaves(current)
+    missing = "<absent>"
+    return [f"{_escaped(key)}: {old.get(key, missing)!r} -> {new.get(key, missing)!r}"
+            for key in sorted(old.keys() | new.keys())
+            if not _within(key, RESULT_FREE) and old.get(key, missing) != new.get(key, missing)
+            ]  # fmt: skip
+
+
+def planted_links(run_dir: str | os.PathLike, names: Iterable[str | os.PathLike]) -> list[Path]:
+    """Those of ``names`` (paths in ``run_dir``, and the folders on the way) that are symbolic
+    links: a run never writes or reads through them."""
+    links: list[Path] = []
+    for name in names:
+        path = Path(run_dir)
+        for part in Path(name).parts:
+            path = path / part
+            if path.is_symlink() and path not in links:
+                links.append(path)
+                break
+    return links
+
+
+def unusable_folder(run_dir: str | os.PathLike) -> str | None:
+    """Why ``run_dir`` cannot be a run folder (one line: a file there or above it, or no
+    right to write it or to make it), or ``None``."""
+    path = Path(os.path.abspath(run_dir))
+    existing = path
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder; give another hydra.run.dir or name="
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "write in" if existing == path else f"make {path} in"
+        return f"cannot {what} {existing} (permission denied); give a writable hydra.run.dir"
+    return None
+
+
+def remove_empty(run_dir: str | os.PathLike, base: str | os.PathLike) -> None:
+    """Remove ``run_dir`` if it is empty, then each folder above it while that is empty and
+    below ``base`` (the working folder): what a refused job's folder creation left. Never
+    removes anything that holds a file."""
+    path, stop = Path(os.path.abspath(run_dir)), Path(os.path.abspath(base))
+    while path != stop:
+        try:
+            path.rmdir()
+        except OSError:  # not empty, absent, or not ours to remove
+            return
+        if stop not in path.parents:
+            return
+        path = path.parent
 
 
 def predictions(run_dir: str | os.PathLike, stage: str) -> Path:
@@ -255,8 +376,21 @@ def read_json(path: str | os.PathLike) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-class RunLocked(Exception):
-    """Another live process is training in this run folder."""
+class RunFolderError(Exception):
+    """A run folder that cannot take this training (locked, a file, read-only, holding planted
+    links, another config or a finished run); the message is one line saying what to do."""
+
+
+class RunLocked(RunFolderError):
+    """Another process trains in this run folder (or held it too recently to tell)."""
+
+
+# The training lock's heartbeat: its holder refreshes the lock file's mtime every HEARTBEAT
+# seconds; a lock from another host (or one whose owner cannot be read) counts as abandoned
+# only after STALE_AFTER seconds without one (a live lock on another node of a shared file
+# system looks dead to a pid check).
+HEARTBEAT = 60.0
+STALE_AFTER = 600.0
 
 
 def _alive(pid: int) -> bool:
@@ -269,55 +403,220 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class RunLock:
-    """One training at a time per run folder: ``<run>/train.lock`` holds the owner's pid.
+def _escaped(value: object) -> str:
+    """``value`` for a one-line message: as is when printable, else its ``repr``."""
+    text = str(value)
+    return text if text.isprintable() else repr(text)
 
-    Taken with ``O_CREAT | O_EXCL``; a lock whose process is gone (killed, machine restarted)
-    is taken over; released (the file removed) on exit.
+
+class RunLock:
+    """One training at a time per run folder: ``<run>/train.lock`` names its holder.
+
+    The lock file is complete from its first moment: its content (host, pid, start time and a
+    token unique to this lock) is written to a temporary file that is then hard-linked to
+    ``train.lock``, which fails when the lock exists. A lock is abandoned (taken over) when its
+    holder is a dead process on this host, or, for a lock of another host or one that cannot be
+    read, when its heartbeat (the file's mtime, refreshed every :data:`HEARTBEAT` seconds by a
+    thread while held) is older than :data:`STALE_AFTER`. Only the process that holds an
+    exclusive ``flock`` on the abandoned file, and finds the name still bound to that very file,
+    removes it; so of several processes taking over one abandoned lock one gets in, and a fresh
+    lock is never removed. Released (the file removed, under the same check) on exit.
 
     Raises:
-        RunLocked: on entering, when a live process holds the lock.
+        RunLocked: on entering, when the lock is held.
+        RunFolderError: the folder cannot hold a lock (a file, read-only, the lock a directory
+            or a link).
     """
 
-    def __init__(self, run_dir: str | os.PathLike) -> None:
-        self.path = Path(run_dir) / LOCK
-
-    def _create(self) -> bool:
-        try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-            fd = os.open(self.path, flags, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()}\n")
-        return True
-
-    def owner(self) -> int | None:
-        """The pid in the lock file, or ``None`` (no lock, or not a pid)."""
-        try:
-            text = self.path.read_text(encoding="utf-8").strip()
-        except (FileNotFoundError, OSError):
-            return None
-        return int(text) if text.isdigit() else None
+    def __init__(self, run_dir: str | os.PathLike, heartbeat: float = HEARTBEAT) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / LOCK
+        self.heartbeat = heartbeat
+        self.token: str | None = None
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
 
     def __enter__(self) -> RunLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(3):
-            if self._create():
-                return self
-            pid = self.owner()
-            if pid is not None and pid != os.getpid() and _alive(pid):
-                raise RunLocked(
-                    f"{self.path.parent} is being trained by process {pid} (lock {self.path}); "
-                    "wait for it, or give another hydra.run.dir"
-                )
-            with contextlib.suppress(FileNotFoundError):  # stale: its owner is gone
-                self.path.unlink()
-        raise RunLocked(f"{self.path}: could not take the lock (another process races for it)")
+        self._acquire()
+        self._stop.clear()
+        self._beat = threading.Thread(target=self._refresh, name="train.lock heartbeat",
+                                      daemon=True)  # fmt: skip
+        self._beat.start()
+        return self
+
+    def _acquire(self) -> None:
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            for _ in range(10):
+                if self._create():
+                    return
+                holder = self._holder()
+                if holder is not None:
+                    raise RunLocked(holder)
+                self._remove_abandoned()
+        except OSError as err:
+            raise RunFolderError(folder_problem(self.run_dir, err)) from None
+        raise RunLocked(f"{self.path}: could not take the lock (other processes race for it); "
+                        "try again")  # fmt: skip
+
+    def set_aside(self) -> Path:
+        """Move the locked folder to ``<folder>.replaced-<UTC time>`` (:data:`REPLACED`; its
+        lock removed there) and hold the lock of a fresh folder in its place.
+
+        Returns:
+            Where the old folder went.
+
+        Raises:
+            RunLocked: another process took the fresh folder in between.
+        """
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        kept = self.run_dir.with_name(f"{self.run_dir.name}{REPLACED}{stamp}")
+        for n in itertools.count(2):
+            if not os.path.lexists(kept):
+                break
+            kept = self.run_dir.with_name(f"{self.run_dir.name}{REPLACED}{stamp}-{n}")
+        os.rename(self.run_dir, kept)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(kept / LOCK)  # ours: nobody else removes a held lock
+        self.token = None
+        self._acquire()
+        return kept
 
     def __exit__(self, *exc: object) -> None:
-        if self.owner() == os.getpid():
-            self.path.unlink(missing_ok=True)
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
+        with contextlib.suppress(OSError):
+            self._unlink_if(self._mine)
+
+    def _create(self) -> bool:
+        """Link a complete lock file to :attr:`path`; ``False`` when a lock exists."""
+        token = uuid.uuid4().hex
+        content = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                              "token": token})  # fmt: skip
+        fd, name = tempfile.mkstemp(dir=self.run_dir, prefix=f".{LOCK}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(content + "\n")
+            os.chmod(name, 0o644)
+            os.link(name, self.path)  # fails when the name exists, whatever it is
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(name)
+        self.token = token
+        return True
+
+    def _mine(self, content: str, age: float = 0.0) -> bool:
+        return self.token is not None and _lock_fields(content).get("token") == self.token
+
+    def _abandoned(self, content: str, age: float) -> bool:
+        return self._judge(content, age) is None
+
+    def _judge(self, content: str, age: float) -> str | None:
+        """Why the lock with ``content``, its heartbeat ``age`` seconds old, holds (one line),
+        or ``None`` when it is abandoned."""
+        fields = _lock_fields(content)
+        host, pid = fields.get("host"), fields.get("pid")
+        if host == socket.gethostname() and isinstance(pid, int) and not isinstance(pid, bool):
+            if pid == os.getpid() or _alive(pid):
+                return (f"{self.run_dir} is being trained by process {pid} on this host (lock "
+                        f"{self.path}); wait for it, or train elsewhere (name=... or "
+                        "hydra.run.dir=...)")  # fmt: skip
+            return None
+        if age > STALE_AFTER:
+            return None
+        who = (f"process {_escaped(pid)} on host {_escaped(host)}" if host is not None
+               else "an unknown process (the lock file cannot be read)")  # fmt: skip
+        return (f"{self.run_dir} is held by {who} (lock {self.path}, refreshed {age:.0f} s ago; "
+                f"a lock without a heartbeat for {STALE_AFTER:.0f} s is taken over): wait for "
+                "it, or train elsewhere (name=... or hydra.run.dir=...)")  # fmt: skip
+
+    def _holder(self) -> str | None:
+        """Why the existing lock holds (one line), or ``None`` when it is abandoned or gone."""
+        try:
+            mode = os.lstat(self.path).st_mode
+        except FileNotFoundError:
+            return None  # released meanwhile
+        if not stat.S_ISREG(mode):
+            kind = ("a link" if stat.S_ISLNK(mode) else
+                    "a directory" if stat.S_ISDIR(mode) else "not a regular file")  # fmt: skip
+            raise RunFolderError(f"{self.path} is {kind}, not a lock file; remove it if no "
+                                 "training uses this folder")  # fmt: skip
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        try:
+            return self._judge(*_content_and_age(fd))
+        finally:
+            os.close(fd)
+
+    def _remove_abandoned(self) -> None:
+        """Remove the lock judged abandoned, if it still is (see the class)."""
+        self._unlink_if(self._abandoned)
+
+    def _unlink_if(self, condition: Callable[[str, float], bool]) -> None:
+        """Unlink the lock file when ``condition(content, age)`` holds, under an exclusive
+        ``flock`` on the file and only while the name still refers to the file locked."""
+        import fcntl
+
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                if not os.path.samestat(os.fstat(fd), os.lstat(self.path)):
+                    return  # removed (and maybe made afresh) while we waited
+            except FileNotFoundError:
+                return
+            if condition(*_content_and_age(fd)):
+                os.unlink(self.path)
+        finally:
+            os.close(fd)  # releases the flock
+
+    def _refresh(self) -> None:
+        """The heartbeat: refresh the lock file's mtime while this lock holds it."""
+        while not self._stop.wait(self.heartbeat):
+            with contextlib.suppress(OSError):
+                fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+                try:
+                    if self._mine(*_content_and_age(fd)):
+                        os.utime(fd)
+                finally:
+                    os.close(fd)
+
+
+def _content_and_age(fd: int) -> tuple[str, float]:
+    """An open lock file's content and the age of its heartbeat (mtime) in seconds."""
+    content = os.pread(fd, 4096, 0).decode("utf-8", "replace")
+    return content, time.time() - os.fstat(fd).st_mtime
+
+
+def _lock_fields(content: str) -> dict[str, Any]:
+    """A lock file's fields; a lock of an earlier version holds only the pid of a process on
+    this host; ``{}`` when unreadable."""
+    text = content.strip()
+    if text.isdigit():
+        return {"host": socket.gethostname(), "pid": int(text)}
+    try:
+        fields = json.loads(text)
+    except ValueError:
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
+def folder_problem(run_dir: str | os.PathLike, err: OSError) -> str:
+    """One line for a run folder that cannot be made or written (``err`` from the attempt)."""
+    path = Path(run_dir)
+    if path.exists() and not path.is_dir():
+        return f"{path} is a file, not a run folder; give another hydra.run.dir or name="
+    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{path}: cannot write there ({err.strerror}); give a writable hydra.run.dir"
+    return describe_os_error(err, err.filename or path)
 
 
 def describe_os_error(err: OSError, path: str | os.PathLike) -> str:

@@ -136,6 +136,12 @@ INTENDED: list[tuple[Any, ...]] = [
     # The training side is one package, bockparse.training (issue 28): its classes' paths.
     ("hydra.callbacks.require_data._target_", "bockparse.experiments.checks.RequireData",
      "hydra.callbacks.require_data._target_", "bockparse.training.checks.RequireData"),
+    # One configuration per run folder (issue 49): overwrite=true sets a folder of another
+    # config aside (off), and a Hydra callback refuses a folder that cannot be made and
+    # removes the one of a refused job.
+    ("overwrite", ABSENT, "overwrite", False),
+    ("hydra.callbacks.run_folder._target_", ABSENT, "hydra.callbacks.run_folder._target_",
+     "bockparse.training.train.RunFolderCheck"),
 ]  # fmt: skip
 
 # The Table 1 stand-in at the paper's parser (issue 18): table1-ud-ewt and table1-ud-gsd compose
@@ -276,7 +282,12 @@ def test_the_comparison_fails_on_a_changed_value():
     key = "experiment=smoke condition=hinge-cle"
     flat = flat_config(["experiment=smoke", "condition=hinge-cle", "optim.stage1.lr=3.0"])
     problems = _diff(flat, expected(old[key], key))
-    assert problems == ["optim.stage1.lr: expected 2.0, got 3.0"]
+    folder = "hinge-cle,optim.stage1.lr=3.0/seed1111"  # the override names the run's folder
+    assert problems == [
+        f"hydra.run.dir: expected 'outputs/smoke/hinge-cle/seed1111', got 'outputs/smoke/{folder}'",
+        f"hydra.sweep.subdir: expected 'hinge-cle/seed1111', got '{folder}'",
+        "optim.stage1.lr: expected 2.0, got 3.0",
+    ]
 
 
 def test_every_old_combination_is_in_the_fixture():

@@ -19,6 +19,13 @@ configured, and a W&B failure only costs the W&B log.
 Under Lightning DDP (``trainer=ddp``) every rank runs :func:`run`; evaluation scores every
 sentence once across the ranks, and rank 0 alone writes the predictions and ``metrics.json``.
 
+The run folder is one configuration's (``conf/train.yaml``'s ``hydra.run.dir`` names it by
+:func:`bockparse.rundir.folder_name`, through the ``run_folder`` resolver registered here). It
+is locked before anything is written into it (Hydra writes nothing there itself: the run
+writes ``.hydra/`` and opens ``train.log`` once it holds the lock), and a folder holding a
+finished run or another config is refused with the choices (:func:`claim`); ``overwrite=true``
+sets it aside.
+
 ``resume=true`` continues from ``checkpoints/last.ckpt`` when the run folder has one; it says
 so and exits when the run is finished (``metrics.json`` exists), and refuses a damaged
 ``last.ckpt`` or a config whose model, data, loss, decoder or condition differ from the one the
@@ -27,6 +34,7 @@ checkpoint was trained with (:func:`check_resume`).
 
 from __future__ import annotations
 
+import atexit
 import csv
 import json
 import logging
@@ -41,6 +49,7 @@ import lightning.pytorch as pl
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from hydra.utils import instantiate
 from lightning.pytorch.loggers import CSVLogger, Logger
@@ -57,7 +66,7 @@ from .checks import setting_problems
 from .clock import RunClock
 from .module import ParserModule
 from .predictions import PredictionWriter
-from .resume import ResumeError, SaveConfig, check_resume
+from .resume import ResumeError, SaveConfig, check_resume, read_finished
 from .trajectory import TraceCallback, TrajectoryTrace
 
 log = logging.getLogger("bockparse.training.train")
@@ -217,38 +226,180 @@ class SettingsError(ValueError):
     """A setting that cannot work (:func:`bockparse.training.checks.setting_problems`)."""
 
 
-def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+def _run_folder(name: object, overrides: Any) -> str:
+    """The ``run_folder`` resolver of ``conf/train.yaml``'s ``hydra.run.dir`` and
+    ``hydra.sweep.subdir``: :func:`bockparse.rundir.folder_name` of the run's name and its
+    command-line overrides (``hydra.overrides.task``, a multirun job's own included)."""
+    return rundir.folder_name(name, [str(o) for o in overrides or []])
+
+
+OmegaConf.register_new_resolver("run_folder", _run_folder, replace=True)
+
+# What a run folder may not hold as a symbolic link: everything a run writes there before
+# Lightning's own files, and what it reads to decide whether to start.
+_NEVER_LINKED = (rundir.CONFIG, rundir.HYDRA, rundir.OVERRIDES, rundir.TRAIN_LOG, rundir.METRICS)
+_KEPT = f"the old folder kept as <folder>{rundir.REPLACED}<UTC time>"
+
+
+def folder_conflict(cfg: DictConfig, run_dir: Path, job_log: str | None = None) -> str | None:
+    """Why ``run_dir`` cannot take a training of ``cfg`` as it is, with the choices (one line
+    without the folder), or ``None``: it holds a symbolic link where the run writes, a finished
+    run (``metrics.json``), or the saved config of another run (every differing setting named,
+    :func:`bockparse.rundir.config_changes`). A ``resume=true`` run over an unfinished run's
+    ``last.ckpt`` is compared with the checkpoint instead (:func:`check_resume`).
+    """
+    names = [*_NEVER_LINKED, *([job_log] if job_log else []),
+             *([cfg.trace.file] if cfg.trace.enabled else [])]  # fmt: skip
+    if links := rundir.planted_links(run_dir, names):
+        return ("it holds symbolic links where a run writes (" + ", ".join(map(str, links)) +
+                "), and a run never writes through one: remove them, train elsewhere (name=...), "
+                f"or overwrite=true to replace the folder ({_KEPT})")  # fmt: skip
+    finished = os.path.lexists(run_dir / rundir.METRICS)
+    changes = _saved_config_changes(cfg, run_dir)
+    if not finished and (not changes or (cfg.resume and (run_dir / rundir.LAST).is_file())):
+        return None
+    what = "a finished run" if finished else "a run"
+    if changes:
+        more = f"; and {len(changes) - 8} more" if len(changes) > 8 else ""
+        what += f" of another config ({'; '.join(changes[:8])}{more})"
+    else:
+        what += f" of this config ({rundir.METRICS})"
+    resume = "" if finished else "resume=true to continue it, "
+    return (f"it holds {what}; choose {resume}name=... for a new run, or overwrite=true to "
+            f"replace it ({_KEPT})")  # fmt: skip
+
+
+def _saved_config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
+    """How ``cfg`` differs from the config saved in ``run_dir`` (empty when none is saved)."""
+    config = run_dir / rundir.CONFIG
+    if not config.is_file():
+        return []
+    try:
+        saved = OmegaConf.to_container(OmegaConf.load(config), resolve=False)
+    except Exception as err:  # a damaged YAML file: OmegaConf/yaml raise many types
+        return [f"{rundir.CONFIG} cannot be read ({type(err).__name__})"]
+    if not isinstance(saved, dict):
+        return [f"{rundir.CONFIG} holds no config"]
+    return rundir.config_changes(saved, OmegaConf.to_container(cfg, resolve=False))
+
+
+def claim(cfg: DictConfig, lock: rundir.RunLock, job_log: str | None = None) -> dict | None:
+    """Make the locked run folder ready for a training of ``cfg``.
+
+    A folder that cannot take it (:func:`folder_conflict`) is refused, or with
+    ``overwrite=true`` set aside (:meth:`bockparse.rundir.RunLock.set_aside`) for a fresh one.
+
+    Returns:
+        The finished run's ``metrics.json`` when ``resume=true`` finds the run finished
+        (nothing to do), else ``None``.
+
+    Raises:
+        bockparse.rundir.RunFolderError: the folder cannot take the run (one line: the folder,
+            why, and the choices).
+    """
+    run_dir = lock.run_dir
+    done = run_dir / rundir.METRICS
+    conflict = folder_conflict(cfg, run_dir, job_log)
+    if cfg.resume and conflict is not None and done.is_file() and not done.is_symlink():
+        log.info("%s is finished (%s exists): nothing to resume; resume=false trains it again "
+                 "(in a new folder: name=..., or overwrite=true)", run_dir, done)  # fmt: skip
+        return read_finished(done)
+    if conflict is None:
+        return None
+    if not cfg.overwrite:
+        raise rundir.RunFolderError(f"{run_dir}: {conflict}")
+    kept = lock.set_aside()
+    log.info("overwrite=true: %s moved to %s; training afresh", run_dir, kept)
+    return None
+
+
+def write_hydra_config(run_dir: Path, cfg: DictConfig, hydra: DictConfig) -> None:
+    """Write Hydra's record of the job into ``<run>/.hydra/``, as Hydra would (the same files
+    and content), but through the atomic writer and only once the folder is locked:
+    ``config.yaml`` (the composed config), ``hydra.yaml`` (``hydra``, Hydra's own config) and
+    ``overrides.yaml`` (the command line's overrides)."""
+    (run_dir / rundir.CONFIG).parent.mkdir(exist_ok=True)
+    rundir.write_atomic(run_dir / rundir.CONFIG, OmegaConf.to_yaml(cfg))
+    rundir.write_atomic(run_dir / rundir.HYDRA, OmegaConf.to_yaml(hydra))
+    rundir.write_atomic(run_dir / rundir.OVERRIDES, OmegaConf.to_yaml(hydra.hydra.overrides.task))
+
+
+_JOB_LOG = "bockparse.job_log"  # the name of the handler that writes the job's log file
+
+
+def attach_job_log(run_dir: Path, hydra: DictConfig) -> None:
+    """Log to ``<run>/<job name>.log`` (``train.log``; under DDP, rank k's
+    ``train_ddp_process_k.log``) in the format of Hydra's job logging (``conf/hydra/
+    job_logging/console.yaml``), appending, opened without following a link (``O_NOFOLLOW``);
+    removed by :func:`detach_job_log`.
+
+    Raises:
+        bockparse.rundir.RunFolderError: the file cannot be opened (a planted link, say).
+    """
+    path = run_dir / f"{hydra.hydra.job.name}.log"
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+    try:
+        stream = open(os.open(path, flags, 0o666), "a", encoding="utf-8")
+    except OSError as err:
+        raise rundir.RunFolderError(
+            f"{path}: cannot open the run's log ({err.strerror}); a run never writes through a link"
+        ) from None
+    handler = logging.StreamHandler(stream)
+    handler.set_name(_JOB_LOG)
+    handler.setFormatter(logging.Formatter(hydra.hydra.job_logging.formatters.simple.format))
+    logging.getLogger().addHandler(handler)
+
+
+def detach_job_log() -> None:
+    """Close the log file of :func:`attach_job_log` (at the end of a job)."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if h.get_name() == _JOB_LOG]:
+        root.removeHandler(handler)
+        handler.close()
+        handler.stream.close()
+
+
+def run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None = None) -> dict[str, Any]:
     """Train, select, evaluate and write the outputs of one run; returns ``metrics.json``.
 
-    The settings are checked first; then the run folder is locked for this process
-    (:class:`bockparse.rundir.RunLock`; under DDP by rank 0).
+    The settings are checked first; then the run folder is locked for this process before
+    anything is written into it (:class:`bockparse.rundir.RunLock`; under DDP by rank 0, the
+    other ranks write nothing but their own log) and checked (:func:`claim`), and a resumed
+    run's ``last.ckpt`` compared with ``cfg`` (:func:`check_resume`). Under Hydra (``hydra``:
+    Hydra's config of the job), ``.hydra/`` is written only then (:func:`write_hydra_config`),
+    and the job's log file opened (:func:`attach_job_log`; the caller detaches it).
 
     Raises:
         SettingsError: a setting that cannot work, all named.
-        bockparse.rundir.RunLocked: another live process trains in ``run_dir``.
+        bockparse.rundir.RunFolderError: the folder cannot take the run (locked by another
+            process, a finished run or another config in it, a planted link, not writable).
         ResumeError: ``resume=true`` and ``last.ckpt`` cannot continue under ``cfg``.
     """
     if problems := setting_problems(cfg):
         raise SettingsError("; ".join(problems))
     if getattr(rank_zero_only, "rank", 0) != 0:  # rank 0's process holds the lock
-        return _run(cfg, run_dir)
-    with rundir.RunLock(run_dir):
-        return _run(cfg, run_dir)
+        return _run(cfg, run_dir, hydra)
+    job_log = f"{hydra.hydra.job.name}.log" if hydra is not None else None
+    with rundir.RunLock(run_dir) as lock:
+        finished = claim(cfg, lock, job_log)
+        if finished is not None:
+            return finished
+        return _run(cfg, run_dir, hydra)
 
 
-def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
-    """:func:`run` once the settings are checked and the folder is locked."""
+def _run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None) -> dict[str, Any]:
+    """:func:`run` once the settings are checked and the folder is locked and checked."""
     ckpt_dir = run_dir / rundir.CHECKPOINTS
     done = run_dir / rundir.METRICS
-    if cfg.resume and done.exists():
-        log.info("%s is finished (%s exists): nothing to resume; resume=false trains it again",
-                 run_dir, done)  # fmt: skip
-        return rundir.read_json(done)
     callback = ScheduleCallback(ckpt_dir, **cfg.optim.last_checkpoint)
     resume = callback.last_path if cfg.resume and callback.last_path.exists() else None
+    saved, resumed_step = check_resume(cfg, resume) if resume is not None else (None, None)
+    if hydra is not None:  # nothing written before the folder and last.ckpt are checked
+        if getattr(rank_zero_only, "rank", 0) == 0:
+            write_hydra_config(run_dir, cfg, hydra)
+        attach_job_log(run_dir, hydra)
     if cfg.resume and resume is None:
         log.warning("resume=true but %s does not exist: starting afresh", callback.last_path)
-    saved, resumed_step = check_resume(cfg, resume) if resume is not None else (None, None)
     precision_reason = resolve_run_precision(cfg, saved)
     log_choices(cfg, run_dir)
     if resume is not None:
@@ -313,13 +464,32 @@ def _run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     return result
 
 
+class RunFolderCheck(Callback):
+    """Hydra's side of the run folder (``hydra.callbacks.run_folder`` in ``conf/train.yaml``,
+    before ``require_data``).
+
+    Hydra makes a job's folder before the job starts: a single run's folder that cannot be made
+    (a file there, a folder that is not writable) is refused in one line before Hydra tries;
+    a job stopped before it wrote anything (a refused setting, a locked folder) leaves no
+    folder behind (:func:`bockparse.rundir.remove_empty`, when the process ends).
+    """
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if problem := rundir.unusable_folder(str(config.hydra.run.dir)):
+            sys.exit(f"bockparse-train: {problem}")
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        runtime = config.hydra.runtime
+        atexit.register(rundir.remove_empty, runtime.output_dir, runtime.cwd)
+
+
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
 def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        result = run(cfg, run_dir)
+        result = run(cfg, run_dir, HydraConfig.instance().cfg)
     except (DataError, FloatingPointError, InstantiationException, ResumeError, SettingsError,
-            rundir.RunLocked) as err:  # fmt: skip
+            rundir.RunFolderError) as err:  # fmt: skip
         # A bad data file or setting surfaces from instantiate() as the exception's cause.
         if isinstance(err, InstantiationException) and not isinstance(err.__cause__, DataError):
             raise
@@ -332,6 +502,7 @@ def main(cfg: DictConfig) -> None:
     finally:
         if "wandb" in sys.modules:
             sys.modules["wandb"].finish()
+        detach_job_log()
     print(json.dumps(result, indent=2, sort_keys=True))
 
 

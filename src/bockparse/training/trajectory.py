@@ -15,8 +15,10 @@ Off by default (``trace.enabled``); when off, the training step pays one ``is No
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
+import os
 import time
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from torch import nn
 from ..decoders import get_decoder, kbest
 from ..losses.common import LossOutput, OracleCall
 from ..predict import decode_heads
+from ..rundir import RunFolderError
 
 FIELDS = (
     "update",
@@ -99,12 +102,29 @@ class TrajectoryTrace:
         self.tol = tol
         self.ties = ties
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not (append and self.path.exists())
-        self._file = self.path.open("w" if fresh else "a", newline="", encoding="utf-8")
+        fresh = not (append and os.path.lexists(self.path))
+        self._file = open(self._open(fresh), "w" if fresh else "a", newline="", encoding="utf-8")
         self._writer = csv.DictWriter(self._file, fieldnames=FIELDS)
         if fresh:
             self._writer.writeheader()
         self.started = False
+
+    def _open(self, fresh: bool) -> int:
+        """A descriptor of :attr:`path` opened without following a link: a new file (an old
+        one removed first) or, to append, the existing one.
+
+        Raises:
+            bockparse.rundir.RunFolderError: the file is a link (planted), or cannot be opened.
+        """
+        try:
+            if fresh:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)  # removes a link there rather than following it
+                return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+        except OSError as err:
+            raise RunFolderError(f"{self.path}: cannot open the trace ({err.strerror}); a trace "
+                                 "is never written through a link") from None  # fmt: skip
 
     def start(self, module: nn.Module, update: int) -> None:
         """Write the row of the parameters before ``update + 1`` (the initialisation when 0)."""
