@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..rundir import CONFIG as CONFIG_FILE
 from ..rundir import HYDRA as HYDRA_FILE
 from ..rundir import METRICS as METRICS_FILE
-from ..rundir import RESUMED_EXACTLY, RESUMING, TRAIN_LOG, current_keys, current_name
+from ..rundir import REPLACED, RESUMED_EXACTLY, RESUMING, TRAIN_LOG, current_keys, current_name
 from ..rundir import predictions as predictions_path
 
 DEV_KEY = "val/las"
@@ -103,9 +103,11 @@ def _candidates(root: Path) -> Iterable[Path]:
             seen.add(marker.parent.parent)
     for marker in sorted(root.rglob(METRICS_FILE)):
         seen.add(marker.parent)
-    # Nested runs (a run inside a run's folder) do not occur; keep the outermost anyway.
+    # Nested runs (a run inside a run's folder) do not occur; keep the outermost anyway. A run
+    # kept aside by overwrite=true (<folder>.replaced-<time>) is no longer part of its sweep.
     for path in sorted(seen):
-        if not any(parent in seen for parent in path.parents):
+        replaced = any(REPLACED in part for part in path.relative_to(root).parts)
+        if not replaced and not any(parent in seen for parent in path.parents):
             yield path
 
 

@@ -90,3 +90,13 @@ def test_discover_sweep_and_run_folders(make_run, tmp_path):
     assert [r.seed for r in discover([a]).runs] == [1]
     with pytest.raises(FileNotFoundError):
         discover([tmp_path / "absent"])
+
+
+def test_a_run_kept_aside_by_overwrite_is_not_discovered(make_run, tmp_path):
+    # overwrite=true moves the old folder to <folder>.replaced-<time>; the sweep holds the new run
+    make_run("smoke", "local-ce-cle", 1, (1.0, 1.0, 1.0))
+    old = make_run("smoke", "local-ce-cle", 2, (2.0, 2.0, 2.0))
+    old.rename(old.with_name(f"{old.name}.replaced-20261206T051500Z"))
+    make_run("smoke", "local-ce-cle", 2, (3.0, 3.0, 3.0))
+    runs = discover([tmp_path]).runs
+    assert sorted((r.seed, metric(r, "test/las")) for r in runs) == [(1, 1.0), (2, 3.0)]
