@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..decoders.eisner import is_projective
-from ..decoders.trees import check_tree
+from ...decoders.eisner import is_projective
+from ...decoders.trees import check_tree
 from .systems import ARC_KINDS, Configuration, Transition, TransitionSystem
 
 
