@@ -15,7 +15,7 @@ Importing this package imports no torch; :func:`head_classes` imports the heads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,7 +34,8 @@ HEADS = {
 
 
 class ParserHead(Protocol):
-    """What the training module, the losses and the parser may call on a head.
+    """What the training module, the losses and the parser may call on a head (an
+    ``nn.Module``: its parameters are the parser's, the encoder's among them).
 
     Attributes:
         kind: the head's model-file kind, its key in :data:`HEADS`.
@@ -57,8 +58,6 @@ class ParserHead(Protocol):
     def __call__(self, batch: Batch) -> Any:
         """The batch's scores, as the run's loss takes them (``loss(scores, batch)``)."""
         ...
-
-    def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]: ...
 
 
 def head_classes() -> dict[str, type[nn.Module]]:

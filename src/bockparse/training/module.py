@@ -73,11 +73,12 @@ class ParserModule(pl.LightningModule):
             get_decoder(decoder)
             if decodes_itself:
                 raise ValueError(
-                    f"the scorer {type(scorer).__name__} predicts its trees itself, so it takes "
-                    f"no graph decoder (got decoder={decoder}); loss=transition sets decoder=null"
+                    f"the {scorer.kind} head predicts its trees itself, so it takes no graph "
+                    f"decoder (got decoder={decoder}); loss=transition sets decoder=null"
                 )
         elif not decodes_itself:
-            raise ValueError("decoder is null but the scorer has no predict(batch) of its own")
+            raise ValueError(f"decoder is null but the {scorer.kind} head has no predict(batch) "
+                             "of its own: set a decoder")  # fmt: skip
         self.automatic_optimization = False
         self.scorer = scorer
         self.loss = loss
