@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 from functools import partial
+from pathlib import Path
 
 import pytest
 import torch
@@ -97,3 +98,19 @@ def test_the_module_gives_a_decoder_to_the_heads_that_need_one(vocabs):
         module(biaffine, None)
     with pytest.raises(ValueError, match="predicts its trees itself"):
         module(transition, "bock")
+
+
+@pytest.mark.parametrize(
+    ("run", "kind"),
+    [("transition-vs-graph/runs/arc-eager/seed1111", "transition"),
+     ("transition-vs-graph/runs/hinge-bock/seed1111", "biaffine")],
+)  # fmt: skip
+def test_published_runs_name_their_heads_by_the_paths_before_heads(run, kind):
+    from omegaconf import OmegaConf
+
+    from bockparse.parser.settings import run_settings
+
+    path = Path(__file__).resolve().parents[2] / "experiments" / run / ".hydra" / "config.yaml"
+    cfg = OmegaConf.load(path)
+    assert not str(cfg.model._target_).startswith("bockparse.heads.")
+    assert run_settings(cfg, str(path)).model["kind"] == kind
