@@ -1,7 +1,8 @@
 """The transition baselines against hinge-Bock over seeds, from the committed predictions:
 per condition, mean ± sample std over the seeds of UAS / LAS / LCM overall and on the sentences
-whose gold tree is non-projective (:func:`bockparse.transition.analysis.scores_by_projectivity`),
-the LAS difference to hinge-Bock paired by seed, then every run's row.
+whose gold tree is non-projective
+(:func:`bockparse.heads.transition.analysis.scores_by_projectivity`), the LAS difference to
+hinge-Bock paired by seed, then every run's row.
 
     python experiments/transition-vs-graph/summarize.py experiments/transition-vs-graph/runs \\
         --gold $BOCKPARSE_DATA/ud-english-ewt \\
@@ -19,7 +20,7 @@ import argparse
 from pathlib import Path
 
 from bockparse.experiments.table import fmt_cell, fmt_difference, summarize
-from bockparse.transition.analysis import scores_by_projectivity
+from bockparse.heads.transition.analysis import scores_by_projectivity
 
 CONDITIONS = ("arc-standard", "arc-eager", "hinge-bock")
 GRAPH = "hinge-bock"

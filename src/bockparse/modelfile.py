@@ -41,12 +41,14 @@ import torch
 from torch import nn
 
 from .data.conllu import DataError
+from .heads import HEADS, head_classes
 
 SCHEMA_VERSION = 3  # 3: params.context (model.context); 2: one flat params mapping
 PLAIN = (bool, int, float, str, type(None))
 # Hydra targets of the project's own conf/ tree -> schema kinds (looked up, never imported).
 TARGETS = {
-    "bockparse.model.scorer.BiaffineScorer": "biaffine",
+    **{path: kind for kind, path in HEADS.items()},
+    "bockparse.model.scorer.BiaffineScorer": "biaffine",  # the heads' paths before heads/
     "bockparse.transition.TransitionParser": "transition",
     "bockparse.transition.parser.TransitionParser": "transition",
     "bockparse.model.encoder.random_bert": "random_bert",
@@ -72,10 +74,7 @@ class UnsafeFileError(ModelError):
 
 def model_kinds() -> dict[str, type[nn.Module]]:
     """The scorer classes a model file may name (imported here, never from a file)."""
-    from .model.scorer import BiaffineScorer
-    from .transition.parser import TransitionParser
-
-    return {"biaffine": BiaffineScorer, "transition": TransitionParser}
+    return head_classes()
 
 
 def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
@@ -115,7 +114,7 @@ def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
 def context_params() -> frozenset[str]:
     """The Contextualizer's own parameters (``model.context.*``; beside the head's in schema
     version 2)."""
-    from .model.scorer import Contextualizer
+    from .model.context import Contextualizer
 
     return frozenset(inspect.signature(Contextualizer).parameters) - {"vocabs", "encoder"}
 
@@ -185,8 +184,8 @@ def _field(node: Mapping[str, Any], key: str, kind: type | tuple[type, ...], whe
 def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     """``spec`` if it follows the schema (module doc); raises :class:`ModelError` naming
     ``source`` and the first problem otherwise. Nothing is built or imported by name."""
+    from .model.context import Contextualizer
     from .model.encoder import TransformerEncoder, random_bert
-    from .model.scorer import Contextualizer
 
     where = f"{source}: model"
     if not isinstance(spec, Mapping):
@@ -259,7 +258,7 @@ def spec_from_config(
         ModelError: a class outside :data:`TARGETS`, or a spec :func:`validate_spec` refuses.
     """
     spec: dict[str, Any] = {
-        "kind": _kind_of(model, {"biaffine", "transition"}, f"{source}: model"),
+        "kind": _kind_of(model, set(HEADS), f"{source}: model"),
         "params": _arguments(model),
         "encoder": None,
     }

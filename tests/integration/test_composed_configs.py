@@ -142,6 +142,14 @@ INTENDED: list[tuple[Any, ...]] = [
     ("overwrite", ABSENT, "overwrite", False),
     ("hydra.callbacks.run_folder._target_", ABSENT, "hydra.callbacks.run_folder._target_",
      "bockparse.training.train.RunFolderCheck"),
+    # The parser heads side by side in bockparse.heads, the transition loss among the losses
+    # (issue 51): the class paths only.
+    ("model._target_", "bockparse.model.scorer.BiaffineScorer", "model._target_",
+     "bockparse.heads.biaffine.BiaffineScorer"),
+    ("model._target_", "bockparse.transition.TransitionParser", "model._target_",
+     "bockparse.heads.transition.parser.TransitionParser"),
+    ("loss._target_", "bockparse.transition.TransitionLoss", "loss._target_",
+     "bockparse.losses.transition.TransitionLoss"),
 ]  # fmt: skip
 
 # The Table 1 stand-in at the paper's parser (issue 18): table1-ud-ewt and table1-ud-gsd compose
@@ -351,7 +359,7 @@ def test_every_loss_instantiates_and_names_its_runs(loss):
     assert type(instance).__name__ == cfg.loss._target_.rsplit(".", 1)[-1]
     if loss == "transition":  # the parser decodes itself and is named by its system
         assert cfg.decoder is None and cfg.name == cfg.model.system == "arc-standard"
-        assert cfg.model._target_ == "bockparse.transition.TransitionParser"
+        assert cfg.model._target_ == "bockparse.heads.transition.parser.TransitionParser"
     else:
         assert cfg.name == f"{loss}-tarjan"
         assert getattr(instance, "decoder", "tarjan") == "tarjan"  # the hinge's oracle

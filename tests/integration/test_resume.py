@@ -305,3 +305,15 @@ def test_a_finished_run_whose_metrics_are_not_json_is_one_line(tmp_path, content
     assert "\n" not in str(err.value) and str(done) in str(err.value)
     done.write_text('{"test/las": 1.0}', encoding="utf-8")
     assert read_finished(done) == {"test/las": 1.0}
+
+
+def test_a_checkpoint_saved_before_the_heads_moved_still_resumes():
+    # last.ckpt of a run trained before issue 51 names the heads and the transition loss by
+    # their old class paths; resume compares them as the classes they are now.
+    saved = {"model": {"_target_": "bockparse.model.scorer.BiaffineScorer", "word_dim": 8},
+             "loss": {"_target_": "bockparse.transition.TransitionLoss"}}  # fmt: skip
+    now = {"model": {"_target_": "bockparse.heads.biaffine.BiaffineScorer", "word_dim": 8},
+           "loss": {"_target_": "bockparse.losses.transition.TransitionLoss"}}  # fmt: skip
+    assert config_differences(saved, now) == []
+    now["model"]["_target_"] = "bockparse.heads.transition.parser.TransitionParser"
+    assert len(config_differences(saved, now)) == 1

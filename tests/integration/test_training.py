@@ -28,8 +28,8 @@ def test_every_condition_composes_and_instantiates(condition):
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("train", overrides=[f"condition={condition}"], return_hydra_config=True)
     loss_choice = cfg.hydra.runtime.choices.loss
-    if cfg.decoder is None:  # a parser that decodes itself (bockparse.transition)
-        assert callable(getattr(get_class(cfg.model._target_), "predict", None))
+    if cfg.decoder is None:  # a head that decodes itself (bockparse.heads.transition)
+        assert get_class(cfg.model._target_).predict is not None
         assert cfg.name == cfg.model.system == condition
     else:
         assert cfg.decoder in DECODERS

@@ -25,7 +25,7 @@ def _named(tree: str | None = None) -> set[str]:
             folder = head.group(1) + "/"
         elif re.match(r"^  \w+\.py\s", line):
             folder = ""
-        for name in re.findall(r"\b(\w+\.py)\b", line):
+        for name in re.findall(r"\b((?:\w+/)*\w+\.py)\b", line):  # a subfolder's: sub/name.py
             named.add(name if re.match(rf"^  {re.escape(name)}\s", line) else folder + name)
     return named
 
@@ -48,3 +48,4 @@ def test_the_check_sees_a_missing_module():
     without = "\n".join(x for x in tree.splitlines() if not x.startswith("  rundir.py"))
     assert "rundir.py" not in _named(without)
     assert "data/check.py" in _named(tree) and "check.py" not in _named(tree)
+    assert "heads/transition/parser.py" in _named(tree)  # a subfolder's module

@@ -15,6 +15,10 @@ from bockparse.training.schedule import StanzaSchedule
 
 
 class Toy(nn.Module):
+    """A parser head (bockparse.heads.ParserHead) of two layers, decoded by the run's decoder."""
+
+    predict = None
+
     def __init__(self) -> None:
         super().__init__()
         self.encoder = nn.Linear(4, 4)  # stands for the transformer

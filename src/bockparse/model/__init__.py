@@ -1,4 +1,5 @@
-"""The biaffine parser's scorer and its outputs."""
+"""The building blocks every parser head shares (:mod:`bockparse.heads`): the transformer
+encoder, the BiLSTM, the contextualiser, the deep biaffine; and the graph scores."""
 
 from .outputs import ParserScores
 

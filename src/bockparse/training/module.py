@@ -24,9 +24,9 @@ from ..attachment import AttachmentScores
 from ..data.batch import Batch
 from ..data.vocab import base_relation_ids
 from ..decoders import get_decoder
+from ..heads import ParserHead
 from ..losses import LossOutput
 from ..metrics import NAMES, batch_counts, check_punct_exclusion, metric_key
-from ..model.outputs import ParserScores
 from .predictions import EVAL_STAGES
 from .schedule import StanzaSchedule
 
@@ -35,11 +35,12 @@ class ParserModule(pl.LightningModule):
     """Scorer + loss + decoder, trained with Stanza's two-stage schedule.
 
     Args:
-        scorer: maps a ``Batch`` to ``ParserScores``.
+        scorer: the parser head (:class:`bockparse.heads.ParserHead`): maps a ``Batch`` to the
+            scores the loss takes.
         loss: ``loss(scores, batch) -> LossOutput``.
         decoder: registry name of the decoder for development and test predictions; ``None``
-            for a scorer that predicts trees itself with ``scorer.predict(batch)`` (the
-            transition parsers of :mod:`bockparse.transition`).
+            for a head that predicts trees itself with ``scorer.predict(batch)`` (the
+            transition parsers of :mod:`bockparse.heads.transition`).
         relations: relation labels, the scorer's ``R`` classes in order.
         stage1, stage2: optimiser factories (``torch.optim`` classes with their settings bound,
             Hydra ``_partial_``), called with parameter groups.
@@ -56,8 +57,8 @@ class ParserModule(pl.LightningModule):
     def __init__(
         self,
         *,
-        scorer: nn.Module,
-        loss: Callable[[ParserScores, Batch], LossOutput],
+        scorer: ParserHead,
+        loss: Callable[[Any, Batch], LossOutput],
         decoder: str | None,
         relations: Sequence[str],
         stage1: Callable[..., torch.optim.Optimizer],
@@ -67,16 +68,17 @@ class ParserModule(pl.LightningModule):
         exclude_punct: str | None,
     ) -> None:
         super().__init__()
-        decodes_itself = callable(getattr(scorer, "predict", None))
+        decodes_itself = scorer.predict is not None
         if decoder is not None:
             get_decoder(decoder)
             if decodes_itself:
                 raise ValueError(
-                    f"the scorer {type(scorer).__name__} predicts its trees itself, so it takes "
-                    f"no graph decoder (got decoder={decoder}); loss=transition sets decoder=null"
+                    f"the {scorer.kind} head predicts its trees itself, so it takes no graph "
+                    f"decoder (got decoder={decoder}); loss=transition sets decoder=null"
                 )
         elif not decodes_itself:
-            raise ValueError("decoder is null but the scorer has no predict(batch) of its own")
+            raise ValueError(f"decoder is null but the {scorer.kind} head has no predict(batch) "
+                             "of its own: set a decoder")  # fmt: skip
         self.automatic_optimization = False
         self.scorer = scorer
         self.loss = loss
@@ -105,7 +107,7 @@ class ParserModule(pl.LightningModule):
         return self.schedule.stage
 
     def _groups(self) -> list[dict[str, Any]]:
-        encoder = getattr(self.scorer, "encoder", None)
+        encoder = self.scorer.encoder
         inner = {id(p) for p in encoder.parameters()} if encoder is not None else set()
         rest = [p for p in self.parameters() if id(p) not in inner]
         groups = [{"params": rest, "name": "parser", **self.schedule.group_options("parser")}]

@@ -23,7 +23,8 @@ import lightning.pytorch as pl
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from ..modelfile import ModelError, UnsafeFileError, load_tensors
+from ..heads import HEADS
+from ..modelfile import TARGETS, ModelError, UnsafeFileError, load_tensors
 from .checkpoints import ScheduleCallback
 from .checks import MAX_UPDATES, PRECISIONS
 from .clock import RunClock
@@ -35,6 +36,11 @@ CONFIG_KEY = "bockparse_config"
 # What a resumed run must share with the checkpoint: the model's shape, the data, the condition.
 RESUME_KEYS = ("model", "encoder", "data", "loss", "decoder", "name", "exclude_punct", "seed")
 RESUME_FREE = frozenset({"data.num_workers"})  # changes nothing but speed
+# Classes that moved (issue 51): their paths in the configs of earlier checkpoints -> today's.
+MOVED = {
+    **{old: HEADS[kind] for old, kind in TARGETS.items() if kind in HEADS},
+    "bockparse.transition.TransitionLoss": "bockparse.losses.transition.TransitionLoss",
+}
 # Folders, compared as the folders they name: a relative one from the start folder (the
 # shipped sample's root is absolute since bockparse-train finds it in the package).
 RESUME_FOLDERS = frozenset({"data.root"})
@@ -81,7 +87,8 @@ def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[s
     """``key: saved -> current`` for every setting under ``RESUME_KEYS`` that differs (dotted
     keys, sorted; keys and values escaped by :func:`shown`); settings in ``RESUME_FREE`` may
     differ."""
-    old = _flat({k: saved.get(k) for k in RESUME_KEYS})
+    old = {key: MOVED.get(value, value) if key.endswith("_target_") else value
+           for key, value in _flat({k: saved.get(k) for k in RESUME_KEYS}).items()}  # fmt: skip
     new = _flat({k: current.get(k) for k in RESUME_KEYS})
     return [f"{shown(key, key=True)}: {shown(old.get(key, '<absent>'))} -> "
             f"{shown(new.get(key, '<absent>'))}"

@@ -12,9 +12,9 @@ from omegaconf import OmegaConf
 
 from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
 from bockparse.data.subwords import WordPieces
+from bockparse.heads.biaffine import BiaffineScorer
 from bockparse.model.biaffine import DeepBiaffine
 from bockparse.model.encoder import TransformerEncoder
-from bockparse.model.scorer import BiaffineScorer
 from bockparse.modelfile import nested_params
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from bockparse.decoders import decode_batch
+from bockparse.heads.biaffine import BiaffineScorer
 from bockparse.losses import LocalCrossEntropy
-from bockparse.model.scorer import BiaffineScorer
 from bockparse.modelfile import nested_params
 
 MAX_STEPS = 300

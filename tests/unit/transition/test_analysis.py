@@ -9,8 +9,8 @@ import pytest
 
 from bockparse.data import write_conllu
 from bockparse.decoders.eisner import is_projective
+from bockparse.heads.transition.analysis import main, projective_ceiling, scores_by_projectivity
 from bockparse.metrics import evaluate_files
-from bockparse.transition.analysis import main, projective_ceiling, scores_by_projectivity
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
 

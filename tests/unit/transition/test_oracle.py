@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bockparse.decoders.eisner import is_projective
-from bockparse.transition import (
+from bockparse.heads.transition import (
     NonProjectiveError,
     ProjectivityCounts,
     get_system,

@@ -11,13 +11,9 @@ from hydra.utils import instantiate
 
 from bockparse.decoders.eisner import is_projective
 from bockparse.decoders.trees import is_tree
+from bockparse.heads.transition import NonProjectiveError, TransitionParser, get_system
+from bockparse.losses import TransitionLoss
 from bockparse.training.train import CONF_DIR
-from bockparse.transition import (
-    NonProjectiveError,
-    TransitionLoss,
-    TransitionParser,
-    get_system,
-)
 
 SYSTEMS = ("arc-standard", "arc-eager")
 
@@ -187,7 +183,7 @@ def test_the_condition_chooses_the_transition_model_under_an_experiments_sizes()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("train", overrides=overrides)
         graph = compose("train", overrides=["experiment=transition-vs-graph"])
-    assert cfg.model._target_ == "bockparse.transition.TransitionParser"
+    assert cfg.model._target_ == "bockparse.heads.transition.parser.TransitionParser"
     assert cfg.model.system == "arc-eager" and cfg.model.context.lstm_hidden == 7
     assert {**cfg.model.context, "lstm_hidden": 200} == dict(graph.model.context)
     assert cfg.model.arc_hidden == graph.model.arc_hidden == 200
@@ -206,7 +202,8 @@ def test_the_transition_parser_and_its_loss_come_together(overrides):
 
 
 def test_parser_is_the_graph_contextualiser_plus_a_classifier(make_parser):
-    from bockparse.model.scorer import BiaffineScorer, Contextualizer
+    from bockparse.heads.biaffine import BiaffineScorer
+    from bockparse.model.context import Contextualizer
 
     parser = make_parser("arc-standard")
     assert isinstance(parser.context, Contextualizer) and not isinstance(parser, BiaffineScorer)

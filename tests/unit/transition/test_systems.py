@@ -10,7 +10,7 @@ import pytest
 
 from bockparse.decoders.eisner import is_projective
 from bockparse.decoders.trees import is_tree
-from bockparse.transition import (
+from bockparse.heads.transition import (
     ArcEager,
     ArcStandard,
     InvalidTransition,

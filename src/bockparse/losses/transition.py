@@ -1,4 +1,5 @@
-"""Training loss of the transition parser: static-oracle cross-entropy plus relations.
+"""Training loss of the transition head (:class:`bockparse.heads.transition.TransitionParser`):
+static-oracle cross-entropy plus relations.
 
 The transition term is the cross-entropy of the oracle's transition at each oracle
 configuration, the softmax taken over the transitions allowed there (the same ones greedy
@@ -10,11 +11,15 @@ Both are summed and divided by the number of words scored, Stanza's normalisatio
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch.nn.functional as F
 
 from ..data.batch import Batch
-from ..losses.common import LossOutput, relation_loss
-from .parser import TransitionScores
+from .common import LossOutput, relation_loss
+
+if TYPE_CHECKING:  # the head's output; the head's package need not load with the losses
+    from ..heads.transition.parser import TransitionScores
 
 
 class TransitionLoss:

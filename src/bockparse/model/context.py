@@ -1,47 +1,28 @@
-"""The Stanza-style biaffine scorer: a ``Batch`` in, head-major ``ParserScores`` out.
+"""What every parser head scores from: :class:`Contextualizer`, the inputs and the BiLSTM.
 
 Architecture (Qi et al. 2018, Stanza's ``GraphParser``; Dozat & Manning 2017):
 
 - per position, the concatenation of the enabled inputs: word embeddings (with word dropout:
   word ids replaced by ``<unk>`` at random in training), a character BiLSTM whose final states
-  are projected to the word width, UPOS, XPOS and FEATS embeddings, and the
-  :class:`~bockparse.model.encoder.TransformerEncoder` vectors;
+  are projected to the word width (:class:`CharacterModel`), UPOS, XPOS and FEATS embeddings,
+  and the :class:`~bockparse.model.encoder.TransformerEncoder` vectors;
 - dropout, then a multi-layer BiLSTM over ROOT and the words (padding never reaches a real
   position: :func:`bockparse.model.lstm.bilstm`, packed semantics with fused kernels), then
-  dropout;
-- deep biaffine scorers for arcs (1 output), relations (``R``), and Stanza's linearization and
-  distance terms (1 each). As in Stanza the two auxiliary terms are added to the arc scores,
-  detached, for every pair: ``logsigmoid(lin * sign(h - d))`` and
-  ``-log1p((|h - d| - (1 + softplus(dist)))^2 / 2)``; their own losses use the raw scores
-  returned in ``ParserScores`` (``bockparse.losses.common.auxiliary_loss``).
+  dropout.
 
-No masking and no loss here: scores are finite everywhere (the losses and decoders ignore
-column 0, the diagonal and padding), and the output is the same in train and eval mode apart
-from dropout.
-
-Configured by ``conf/model/biaffine.yaml`` (``_partial_``; the :class:`Contextualizer`'s
-settings are its ``context`` node, ``conf/model/context/``, composed by the transition parser
-too), completed with the vocabularies and the encoder::
-
-    encoder = hydra.utils.instantiate(cfg.encoder.model)  # None for encoder=none
-    scorer = hydra.utils.instantiate(cfg.model)(vocabs=datamodule.vocabs, encoder=encoder)
+The heads of :mod:`bockparse.heads` each compose one (:class:`bockparse.heads.common.ContextHead`),
+configured by their ``model.context`` node (``conf/model/context/``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..data.batch import Batch
 from ..data.vocab import PAD_INDEX, UNK_INDEX, Vocabs
-from .biaffine import DeepBiaffine
 from .encoder import TransformerEncoder
 from .lstm import bilstm
-from .outputs import ParserScores
 
 
 class CharacterModel(nn.Module):
@@ -93,8 +74,7 @@ class CharacterModel(nn.Module):
 
 class Contextualizer(nn.Module):
     """The inputs and the BiLSTM (module doc): ``contextualize(batch)`` gives the states that
-    the graph scorer (:class:`BiaffineScorer`) and the transition parser
-    (``bockparse.transition.TransitionParser``) score from; each composes one, configured by
+    every parser head (:mod:`bockparse.heads`) scores from; each composes one, configured by
     ``model.context`` (``conf/model/context/``).
 
     Args:
@@ -219,89 +199,3 @@ class Contextualizer(nn.Module):
         positions = torch.arange(x.shape[1], device=x.device)
         padding = positions[None, :] > batch.lengths[:, None]  # [B, N]: after the last word
         return self.dropout(out.masked_fill(padding[..., None], 0.0))
-
-
-class BiaffineScorer(nn.Module):
-    """Stanza's biaffine parser as a scorer: ``forward(batch) -> ParserScores`` (module doc), the
-    arc, relation and auxiliary biaffines on the states of its :class:`Contextualizer`.
-
-    Args:
-        vocabs: the training vocabularies (embedding sizes, and ``R``).
-        encoder: the transformer input, or ``None`` for none.
-        context: the :class:`Contextualizer`'s other arguments (``conf/model/context/``); its
-            ``dropout`` is also the biaffine MLPs'.
-        arc_hidden: arc MLP width.
-        rel_hidden: relation MLP width.
-        linearization, distance: Stanza's auxiliary scorers (and their terms in the arc
-            scores).
-        aux_hidden: MLP width of the linearization and distance scorers.
-        biaffine_init_std: initial standard deviation of every biaffine's ``W``; 0 (Stanza's):
-            all zero (:class:`DeepBiaffine`).
-
-    Raises:
-        ValueError: no input is enabled.
-    """
-
-    def __init__(
-        self,
-        *,
-        vocabs: Vocabs,
-        encoder: TransformerEncoder | None,
-        context: Mapping[str, Any],
-        arc_hidden: int,
-        rel_hidden: int,
-        linearization: bool,
-        distance: bool,
-        aux_hidden: int,
-        biaffine_init_std: float,
-    ):
-        super().__init__()
-        self.context = Contextualizer(vocabs=vocabs, encoder=encoder, **dict(context))
-        width, dropout, std = self.context.width, self.context.dropout.p, biaffine_init_std
-        self.arc = DeepBiaffine(width, arc_hidden, 1, dropout, std)
-        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout, std)
-        self.linearization = (
-            DeepBiaffine(width, aux_hidden, 1, dropout, std) if linearization else None
-        )
-        self.distance = DeepBiaffine(width, aux_hidden, 1, dropout, std) if distance else None
-
-    @property
-    def encoder(self) -> TransformerEncoder | None:
-        """The contextualiser's transformer (its own learning rate in ``ParserModule``)."""
-        return self.context.encoder
-
-    def forward(self, batch: Batch) -> ParserScores:
-        """Score every arc and relation of a batch.
-
-        Args:
-            batch: a ``Batch`` (``subwords`` needed when there is an encoder).
-
-        Returns:
-            ``ParserScores`` with ``arc [B, N, N]`` (auxiliary terms added, detached),
-            ``rel [B, N, N, R]``, and ``linearization`` / ``distance`` ``[B, N, N]`` or
-            ``None`` when off; all head-major ``[b, h, d]`` and finite.
-        """
-        x = self.context.contextualize(batch)
-        arc = self.arc(x).squeeze(-1)  # [B, N, N]
-        # Training: every loss reads all pairs, computed here so that the dropout draws keep
-        # their order; evaluation: on demand, at the predicted heads alone (ParserScores).
-        rel = self.rel(x) if self.training else None  # [B, N, N, R]
-        lin = dist = None
-        if self.linearization is not None or self.distance is not None:
-            positions = torch.arange(x.shape[1], device=x.device)
-            offset = (positions[:, None] - positions[None, :]).to(arc.dtype)  # [N, N]: h - d
-        if self.linearization is not None:
-            lin = self.linearization(x).squeeze(-1)  # [B, N, N]
-            arc = arc + F.logsigmoid(lin * torch.sign(offset)).detach()
-        if self.distance is not None:
-            dist = self.distance(x).squeeze(-1)  # [B, N, N]
-            predicted = 1.0 + F.softplus(dist)
-            arc = arc - torch.log1p((offset.abs() - predicted) ** 2 / 2).detach()
-        return ParserScores(
-            arc=arc,
-            rel=rel,
-            linearization=lin,
-            distance=dist,
-            rel_fn=lambda: self.rel(x),  # [B, N, N, R], when a loss reads it in evaluation
-            rel_at_fn=lambda heads: self.rel.at(x, heads),  # [B, N, R], for prediction
-        )

@@ -1,8 +1,9 @@
 """A greedy transition parser on the graph parsers' encoder.
 
 :class:`TransitionParser` is built from the graph parsers' parts: the same
-:class:`~bockparse.model.scorer.Contextualizer` (the inputs and the BiLSTM) and the same
-relation biaffine as :class:`~bockparse.model.scorer.BiaffineScorer`, with a transition
+:class:`~bockparse.model.context.Contextualizer` (the inputs and the BiLSTM,
+:class:`~bockparse.heads.common.ContextHead`) and the same relation biaffine as
+:class:`~bockparse.heads.biaffine.BiaffineScorer`, with a transition
 classifier where the graph scorer has its arc biaffine. The comparison with the graph-based
 conditions then differs only in how heads are chosen (a greedy walk through projective
 configurations instead of an exact search over all trees), and relations are chosen the same
@@ -37,12 +38,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..data.batch import Batch
-from ..data.vocab import Vocabs
-from ..model.biaffine import DeepBiaffine
-from ..model.encoder import TransformerEncoder
-from ..model.scorer import Contextualizer
-from ..predict import best_relations
+from ...data.batch import Batch
+from ...data.vocab import Vocabs
+from ...model.encoder import TransformerEncoder
+from ...predict import best_relations
+from ..common import ContextHead
 from .oracle import NonProjectiveError, oracle_walk
 from .systems import Transition, get_system
 
@@ -68,13 +68,13 @@ class TransitionScores:
     kept: torch.Tensor
 
 
-class TransitionParser(nn.Module):
+class TransitionParser(ContextHead):
     """Arc-standard or arc-eager greedy parser on the graph parsers' contextualiser (module doc).
 
     Args:
-        vocabs, encoder, context: as :class:`~bockparse.model.scorer.BiaffineScorer` (the
-            contextualiser's ``dropout`` also after the classifier's hidden layer and in the
-            relation biaffine).
+        vocabs, encoder, context, biaffine_init_std: as
+            :class:`~bockparse.heads.common.ContextHead` (the contextualiser's ``dropout`` also
+            after the classifier's hidden layer and in the relation biaffine).
         system: ``"arc-standard"`` or ``"arc-eager"``.
         projective_only: leave non-projective gold trees out of training (``kept`` says which);
             when False such a tree raises :class:`NonProjectiveError`.
@@ -82,10 +82,9 @@ class TransitionParser(nn.Module):
         buffer_features: buffer items, from the front, whose states form the features.
         arc_hidden: hidden width of the transition classifier (which takes the arc scorer's
             place).
+        rel_hidden: relation MLP width.
         linearization, distance, aux_hidden: Stanza's auxiliary arc-score terms have no place in
             a transition parser: both must be False (``aux_hidden`` is then unused).
-        biaffine_init_std: initial standard deviation of the relation biaffine's ``W`` (0:
-            zero, :class:`~bockparse.model.biaffine.DeepBiaffine`).
 
     Raises:
         ValueError: an auxiliary term is on, an unknown system, or no feature item.
@@ -118,10 +117,11 @@ class TransitionParser(nn.Module):
                 f"need at least one feature item, got stack_features={stack_features}, "
                 f"buffer_features={buffer_features}"
             )
-        super().__init__()
-        self.context = Contextualizer(vocabs=vocabs, encoder=encoder, **dict(context))
-        width, dropout = self.context.width, self.context.dropout.p
-        self.rel = DeepBiaffine(width, rel_hidden, len(vocabs.rels), dropout, biaffine_init_std)
+        super().__init__(
+            vocabs=vocabs, encoder=encoder, context=context, biaffine_init_std=biaffine_init_std
+        )
+        width = self.width
+        self.rel = self.biaffine(rel_hidden, self.num_rels)
         self.system = get_system(system)
         self.projective_only = projective_only
         self.stack_features = stack_features
@@ -131,14 +131,9 @@ class TransitionParser(nn.Module):
         self.classifier = nn.Sequential(
             nn.Linear((stack_features + buffer_features) * width, arc_hidden),
             nn.ReLU(),
-            nn.Dropout(dropout),
+            nn.Dropout(self.dropout),
             nn.Linear(arc_hidden, len(self.system.kinds)),
         )
-
-    @property
-    def encoder(self) -> TransformerEncoder | None:
-        """The contextualiser's transformer (its own learning rate in ``ParserModule``)."""
-        return self.context.encoder
 
     def _features(self, x: torch.Tensor, items: list[list[int]], rows: list[int]) -> torch.Tensor:
         """Concatenated states of feature items.

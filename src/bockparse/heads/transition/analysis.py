@@ -6,13 +6,13 @@ file on all sentences, on the projective ones and on the non-projective ones, wi
 conventions of :mod:`bockparse.metrics` (UAS, LAS on base relations, LCM; punctuation included
 unless excluded). The command line prints one Markdown row per prediction file::
 
-    python -m bockparse.transition.analysis GOLD PRED [PRED ...] [--exclude-punct upos]
+    python -m bockparse.heads.transition.analysis GOLD PRED [PRED ...] [--exclude-punct upos]
 
 :func:`projective_ceiling` bounds what any projective parser can reach: per sentence the
 projective tree with the most correct heads (Eisner's algorithm over a gold-arc indicator,
 single root), the UAS a perfect transition parser would get::
 
-    python -m bockparse.transition.analysis GOLD --ceiling
+    python -m bockparse.heads.transition.analysis GOLD --ceiling
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..data.conllu import DataError, read_conllu
-from ..decoders import decode
-from ..decoders.eisner import is_projective
-from ..metrics import COUNTS, PUNCT_EXCLUSIONS, rates, sentence_counts
+from ...data.conllu import DataError, read_conllu
+from ...decoders import decode
+from ...decoders.eisner import is_projective
+from ...metrics import COUNTS, PUNCT_EXCLUSIONS, rates, sentence_counts
 
 SUBSETS = ("all", "projective", "non-projective")
 
@@ -114,7 +114,7 @@ def markdown_rows(gold_path: str, pred_paths: Sequence[str], exclude_punct: str 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bockparse.transition.analysis",
+        prog="python -m bockparse.heads.transition.analysis",
         description="UAS, LAS and LCM overall and on the sentences whose gold tree is "
         "non-projective.",
     )
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.pred:
             print(markdown_rows(args.gold, args.pred, args.exclude_punct))
     except DataError as err:
-        print(f"bockparse.transition.analysis: {err}", file=sys.stderr)
+        print(f"bockparse.heads.transition.analysis: {err}", file=sys.stderr)
         return 1
     return 0
 

@@ -7,10 +7,11 @@ Public API::
     static_oracle(system, heads, rels) -> [Transition]; oracle_walk   (oracle.py)
     NonProjectiveError, split_projective, ProjectivityCounts
     TransitionParser, TransitionScores   (parser.py; conf/model/transition.yaml)
-    TransitionLoss   (loss.py; conf/loss/transition.yaml)
-    analysis: scores_by_projectivity, projective_ceiling (python -m bockparse.transition.analysis)
+    analysis: scores_by_projectivity, projective_ceiling
+        (python -m bockparse.heads.transition.analysis)
 
-The parser and the loss import torch and load on first use.
+Its loss is :class:`bockparse.losses.transition.TransitionLoss` (``conf/loss/transition.yaml``).
+The parser imports torch and loads on first use.
 """
 
 from importlib import import_module
@@ -34,7 +35,7 @@ from .systems import (
     get_system,
 )
 
-_LAZY = {"TransitionParser": "parser", "TransitionScores": "parser", "TransitionLoss": "loss"}
+_LAZY = {"TransitionParser": "parser", "TransitionScores": "parser"}
 
 __all__ = [
     "SYSTEMS",
@@ -46,7 +47,6 @@ __all__ = [
     "NonProjectiveError",
     "ProjectivityCounts",
     "Transition",
-    "TransitionLoss",
     "TransitionParser",
     "TransitionScores",
     "TransitionSystem",

@@ -3,8 +3,8 @@
 The oracle walks the parser over the sentence with the gold tree in hand and reads the correct
 transition off each configuration (the section "Training the oracle"
 of the textbook chapter *Dependency Parsing*). The per-system rules live in
-:meth:`~bockparse.transition.systems.TransitionSystem.gold_kind`; here they are driven, checked
-and labelled.
+:meth:`~bockparse.heads.transition.systems.TransitionSystem.gold_kind`; here they are driven,
+checked and labelled.
 
 Both systems produce projective trees only, so a non-projective gold tree has no transition
 sequence: :func:`static_oracle` raises :class:`NonProjectiveError` for it instead of returning a
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..decoders.eisner import is_projective
-from ..decoders.trees import check_tree
+from ...decoders.eisner import is_projective
+from ...decoders.trees import check_tree
 from .systems import ARC_KINDS, Configuration, Transition, TransitionSystem
 
 
