@@ -656,7 +656,7 @@ def build_checked(
     try:
         with torch.device("meta"):
             skeleton = build_scorer(spec, vocabs, transformer and transformer()).state_dict()
-    except (ValueError, TypeError, RuntimeError) as e:
+    except Exception as e:  # the project's classes and transformers refuse values many ways
         raise ModelError(f"{source}: the model its settings describe cannot be built "
                          f"({_shown(e, 200)})") from None  # fmt: skip
     encoder = spec.get("encoder")

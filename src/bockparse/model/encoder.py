@@ -44,6 +44,7 @@ from transformers import (
 
 from ..data.subwords import Pooling, Subwords, length_chunks, pool_pieces
 from ..modelfile import (
+    ModelError,
     UnsafeFileError,
     check_transformer_config,
     check_transformers_json,
@@ -158,7 +159,8 @@ def pretrained(auto: Any, name_or_path: str, local_files_only: bool = True, **kw
 
     Raises:
         OSError: nothing loadable under that name, with what to do about it.
-        ModelError: the folder or configuration is refused.
+        ModelError: the folder or configuration is refused, or holds values transformers
+            cannot use.
     """
     from transformers import PretrainedConfig
 
@@ -177,6 +179,9 @@ def pretrained(auto: Any, name_or_path: str, local_files_only: bool = True, **kw
             f"cannot load {what} {name_or_path!r} ({source}): "
             f"{_offline_hint(name_or_path, local_files_only)}. ({e})"
         ) from None
+    except Exception as e:  # transformers' checks of the files' values raise many types
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ModelError(f"{source}: not a usable encoder ({type(e).__name__}: {first})") from None
     if isinstance(loaded, PretrainedConfig):
         check_transformer_config(loaded.to_dict(), f"{source} (config)")
     return loaded

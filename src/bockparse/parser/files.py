@@ -158,6 +158,25 @@ def _encoder_from_files(path: Path, folder: Path) -> tuple[Any, Callable[[], nn.
     return tokenizer, lambda: without_pooler(AutoModel.from_config(config))
 
 
+# Words a loaded tokenizer must turn into pieces before it is used (cased, accented, digits,
+# punctuation, a CJK character).
+PROBE_WORDS = ["Probe", "naïve", "1,000", "--", "中"]
+
+
+def _wordpieces(path: Path, tokenizer: Any, max_length: int) -> WordPieces:
+    """The wordpieces of a tokenizer read from ``path``, after it tokenized
+    :data:`PROBE_WORDS` (its settings come from a file: a value transformers accepts at loading
+    may break tokenization only later)."""
+    try:
+        wordpieces = WordPieces(tokenizer, max_length)
+        wordpieces.pieces(PROBE_WORDS)
+    except Exception as e:  # transformers fails on odd settings in many ways
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ModelError(f"{path}: the tokenizer cannot tokenize ({type(e).__name__}: "
+                         f"{first[:200]})") from None  # fmt: skip
+    return wordpieces
+
+
 def _vocabs(path: Path, state: Any) -> Vocabs:
     """``Vocabs.from_dict`` naming the file on a malformed vocabulary."""
     try:
@@ -189,9 +208,11 @@ def _run_precision(run_dir: Path) -> str:
     ``auto`` for a run without one (stopped before training): the parser resolves it."""
     path = check_no_links(run_dir, rundir.ENVIRONMENT)
     try:
-        precision = json.loads(read_file(path, MAX_JSON_BYTES))["precision"]
+        text = read_file(path, MAX_JSON_BYTES)
     except FileNotFoundError:
         return AUTO
+    try:
+        precision = json.loads(text)["precision"]
     except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise ModelError(f"{path}: damaged ({type(e).__name__}); it should name the run's "
                          "precision") from None  # fmt: skip
@@ -204,9 +225,11 @@ def _run_metrics(run_dir: Path) -> Any:
     """The run's ``metrics.json`` (``None`` without one), read as data (never through a link)."""
     path = check_no_links(run_dir, rundir.METRICS)
     try:
-        return json.loads(read_file(path, MAX_JSON_BYTES))
+        text = read_file(path, MAX_JSON_BYTES)
     except FileNotFoundError:
         return None
+    try:
+        return json.loads(text)
     except (ValueError, RecursionError) as e:
         raise ModelError(f"{path}: not JSON ({type(e).__name__})") from None
 
@@ -226,7 +249,7 @@ def _load_checkpoint(path: Path, run_dir: Path, content: dict[str, Any] | None =
     encoder = settings.model["encoder"]
     if encoder is not None:
         tokenizer = load_encoder_tokenizer(encoder["tokenizer"], local_files_only=True)
-        wordpieces = WordPieces(tokenizer, encoder["max_length"])
+        wordpieces = _wordpieces(path, tokenizer, encoder["max_length"])
     metadata = {
         "condition": settings.condition,
         "decoder": settings.decoder,
@@ -292,7 +315,7 @@ def _load_exported(path: Path, content: dict[str, Any]) -> Loaded:
         with tempfile.TemporaryDirectory(prefix="bockparse-encoder-") as tmp:
             _files_from_tensors(path, content["encoder_files"], Path(tmp))
             tokenizer, transformer = _encoder_from_files(path, Path(tmp))
-        wordpieces = WordPieces(tokenizer, encoder["max_length"])
+        wordpieces = _wordpieces(path, tokenizer, encoder["max_length"])
     scorer = build_checked(settings.model, vocabs, transformer, content["state_dict"], str(path))
     return Loaded(scorer, vocabs, wordpieces, settings, metadata)
 
