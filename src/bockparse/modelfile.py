@@ -519,10 +519,29 @@ def check_transformers_json(data: Any, source: str) -> None:
                               f"(implementations allowed: {builtin})")  # fmt: skip
 
 
-def check_transformer_config(config: Any, source: str) -> None:
+def _same_kind(value: Any, default: Any) -> bool:
+    """Whether a configuration value has the kind of its class default: a bool for a bool, an
+    int for an int, a number for a float, a string for a string, the same container for a
+    container; a plain value or a list of them where the default is ``None``."""
+    plain = (bool, int, float, str, type(None))
+    if default is None:
+        items = value if isinstance(value, list) else [value]
+        return all(isinstance(item, plain) for item in items)
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, int | float)
+    return isinstance(value, type(default))
+
+
+def check_transformer_config(
+    config: Any, source: str, defaults: Mapping[str, Any] | None = None
+) -> None:
     """A transformer's configuration (``config.json``'s content, or a ``PretrainedConfig``'s
     ``to_dict()``) within :data:`TRANSFORMER_SIZES`, without code references
-    (:func:`check_transformers_json`).
+    (:func:`check_transformers_json`), every number finite, dropout probabilities in [0, 1],
+    epsilons in (0, 1], token ids in the vocabulary; with ``defaults`` (its class's default
+    configuration), each known key's value of its default's kind (:func:`_same_kind`).
 
     Raises:
         ModelError: naming ``source`` and the key.
@@ -533,6 +552,23 @@ def check_transformer_config(config: Any, source: str) -> None:
     for key, rule in TRANSFORMER_SIZES.items():
         if key in config and (problem := rule.problem(config[key])):
             raise ModelError(f"{source}: {key} = {_shown(config[key])} {problem}")
+    for key, value in config.items():
+        name = str(key)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and not math.isfinite(value):
+            raise ModelError(f"{source}: {name} = {value} is not a finite number")
+        if number and ("dropout" in name or name.endswith("_prob")) and not 0 <= value <= 1:
+            raise ModelError(f"{source}: {name} = {_shown(value)} must be in [0, 1]")
+        if number and name.endswith("_eps") and not 0 < value <= 1:
+            raise ModelError(f"{source}: {name} = {_shown(value)} must be in (0, 1]")
+        vocab = config.get("vocab_size")
+        if name.endswith("_token_id") and value is not None and isinstance(vocab, int):
+            if Int(0, vocab - 1).problem(value):
+                raise ModelError(f"{source}: {name} = {_shown(value)} is not a piece of the "
+                                 f"vocabulary (0..{vocab - 1}) or null")  # fmt: skip
+        if defaults is not None and key in defaults and not _same_kind(value, defaults[key]):
+            raise ModelError(f"{source}: {name} = {_shown(value)} is not of the kind its "
+                             f"default {_shown(defaults[key])} is")  # fmt: skip
 
 
 def _kind_of(node: Mapping[str, Any], expected: set[str], where: str) -> str:

@@ -183,7 +183,8 @@ def pretrained(auto: Any, name_or_path: str, local_files_only: bool = True, **kw
         first = str(e).splitlines()[0] if str(e) else ""
         raise ModelError(f"{source}: not a usable encoder ({type(e).__name__}: {first})") from None
     if isinstance(loaded, PretrainedConfig):
-        check_transformer_config(loaded.to_dict(), f"{source} (config)")
+        defaults = type(loaded)().to_dict()
+        check_transformer_config(loaded.to_dict(), f"{source}/config.json", defaults)
     return loaded
 
 

@@ -26,7 +26,7 @@ TEST = SAMPLE / "en_ewt-ud-test.conllu"
 WRONG: dict[str, Any] = {"mapping": {"x": 1}, "list": [1, [2]], "string": "x\n\ty", "null": None,
                          "nan": float("nan"), "huge": 2**70, "negative": -7}  # fmt: skip
 ENCODER_JSON = ("config.json", "tokenizer_config.json")
-SAMPLED_LEAVES = 30  # leaves of the fast sample (all of them: the slow sweep)
+SAMPLED_LEAVES = 20  # leaves of the fast sample (all of them: the slow sweep)
 
 
 def leaves(node: Any, at: tuple = ()) -> Iterator[tuple]:

@@ -7,11 +7,14 @@ runs, is fetched or is allocated; legitimate files load as before."""
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from bockparse.parser import Parser
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
 TEST = SAMPLE / "en_ewt-ud-test.conllu"
+SRC = Path(__file__).resolve().parents[3] / "src"
 MARKER_CODE = "import pathlib\npathlib.Path({marker!r}).touch()\n"
 
 
@@ -78,6 +82,17 @@ def edit_config(run: Path, change) -> Path:
     change(config)
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
+
+
+def test_every_parameter_a_file_may_give_has_a_stated_range():
+    from bockparse.model.encoder import TransformerEncoder, random_bert
+    from bockparse.model.scorer import Contextualizer
+    from bockparse.modelfile import PARAMETERS, model_kinds
+
+    callees = [*model_kinds().values(), Contextualizer, TransformerEncoder, random_bert]
+    taken = {name for c in callees for name in inspect.signature(c).parameters}
+    built = {"self", "vocabs", "encoder", "transformer", "context"}  # passed by the code
+    assert taken - built == set(PARAMETERS)
 
 
 # -- code and the hub ------------------------------------------------------------------------
@@ -427,3 +442,38 @@ def test_relation_labels_are_refused_in_a_checkpoint_too(smoke_run, tmp_path):
     checkpoint.write_bytes(buffer.getvalue())
     with pytest.raises(ModelError, match=f"{checkpoint}: saved vocabulary 'rels': relation"):
         Parser.load(run)
+
+
+# -- no network, no process ------------------------------------------------------------------
+
+LOAD_AND_PREDICT = """
+import sys
+from bockparse.modelfile import ModelError
+from bockparse.parser import Parser
+try:
+    Parser.load(sys.argv[1]).predict(sys.argv[2])
+except ModelError as e:
+    print(e)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_loading_makes_no_network_request_and_starts_no_process(model_file, tmp_path):
+    def kernel_and_code(content, meta, files):
+        files["config.json"]["attn_implementation"] = "kernels-community/flash-attn2"
+        files["config.json"]["auto_map"] = {"AutoModel": "modeling_evil.EvilModel"}
+
+    payload = planted(model_file, tmp_path / "payload.pt", kernel_and_code)
+    script = tmp_path / "load.py"
+    script.write_text(LOAD_AND_PREDICT)
+    for path in (model_file, payload):
+        log = tmp_path / f"{path.stem}.strace"
+        subprocess.run(
+            ["strace", "-f", "-qq", "-e", "trace=network,execve", "-o", str(log),
+             sys.executable, str(script), str(path), str(TEST)],
+            check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(SRC)},
+        )  # fmt: skip
+        calls = log.read_text().splitlines()
+        assert [c for c in calls if "execve(" in c and sys.executable not in c] == [], calls
+        assert [c for c in calls if "AF_INET" in c] == [], calls  # only local (AF_UNIX) sockets
