@@ -102,18 +102,21 @@ def model_kinds() -> dict[str, type[nn.Module]]:
 # -- reading files ----------------------------------------------------------------------------
 
 
-def read_file(path: str | os.PathLike, limit: int) -> bytes:
+def read_file(path: str | os.PathLike, limit: int, follow_links: bool = False) -> bytes:
     """The content of a file someone sent (a run folder's config, metrics, environment record),
     read as data: a regular file only, opened without following a symbolic link
-    (``O_NOFOLLOW``) and without blocking (``O_NONBLOCK``: a FIFO or device is refused, not
-    waited on), at most ``limit`` bytes.
+    (``O_NOFOLLOW``; ``follow_links`` for a folder that is not a run's, such as a Hugging Face
+    cache snapshot of links) and without blocking (``O_NONBLOCK``: a FIFO or device is refused,
+    not waited on), at most ``limit`` bytes.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
         UnsafeFileError: ``path`` is a symbolic link.
         ModelError: not a regular file, larger than ``limit``, or unreadable.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:

@@ -137,7 +137,7 @@ def check_encoder_folder(folder: str | os.PathLike) -> None:
     for name in TRANSFORMERS_JSON:
         path = folder / name
         try:
-            text = read_file(path, MAX_JSON_BYTES)
+            text = read_file(path, MAX_JSON_BYTES, follow_links=True)  # (cache snapshots)
         except FileNotFoundError:
             continue
         try:
