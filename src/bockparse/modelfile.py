@@ -56,6 +56,7 @@ import torch
 from torch import nn
 
 from .data.conllu import DataError
+from .transition.systems import SYSTEMS
 
 SCHEMA_VERSION = 3  # 3: params.context (model.context); 2: one flat params mapping
 # Hydra targets of the project's own conf/ tree -> schema kinds (looked up, never imported).
@@ -335,7 +336,7 @@ PARAMETERS: dict[str, Int | Real | Flag | Choice | Name] = {
     "lstm_hidden": WIDTH, "arc_hidden": WIDTH, "rel_hidden": WIDTH, "aux_hidden": WIDTH,
     "lstm_layers": LAYERS, "word_dropout": RATE, "dropout": RATE,
     "biaffine_init_std": Real(0.0, 100.0),
-    "system": Choice(("arc-standard", "arc-eager")),
+    "system": Choice(tuple(SYSTEMS)),
     "stack_features": Int(0, 64), "buffer_features": Int(0, 64),
     # TransformerEncoder
     "layers": Int(1, LAYERS.high + 1), "pooling": Choice(("first", "mean")),

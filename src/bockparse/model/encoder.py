@@ -177,7 +177,7 @@ def pretrained(auto: Any, name_or_path: str, local_files_only: bool = True, **kw
         what = WHAT_IS_LOADED.get(auto.__name__, "encoder")
         raise OSError(
             f"cannot load {what} {name_or_path!r} ({source}): "
-            f"{_offline_hint(name_or_path, local_files_only)}. ({e})"
+            f"{_offline_hint(name_or_path, local_files_only)}. ({str(e).strip().splitlines()[0]})"
         ) from None
     except Exception as e:  # transformers' checks of the files' values raise many types
         first = str(e).splitlines()[0] if str(e) else ""
