@@ -248,7 +248,10 @@ def _load_checkpoint(path: Path, run_dir: Path, content: dict[str, Any] | None =
     wordpieces = None
     encoder = settings.model["encoder"]
     if encoder is not None:
-        tokenizer = load_encoder_tokenizer(encoder["tokenizer"], local_files_only=True)
+        try:
+            tokenizer = load_encoder_tokenizer(encoder["tokenizer"], local_files_only=True)
+        except OSError as e:  # the encoder the run's config names is not here
+            raise ModelError(f"{config}: {e}") from None
         wordpieces = _wordpieces(path, tokenizer, encoder["max_length"])
     metadata = {
         "condition": settings.condition,

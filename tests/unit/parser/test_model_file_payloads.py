@@ -179,6 +179,13 @@ def test_export_never_resolves_the_environment_from_a_run_config(
     config = edit_config(run, lambda c: c["data"].update(batch_size="${oc.env:SIZE,400}"))
     with pytest.raises(ModelError, match=f"{config}: setting batch_size = "):
         Parser.load(run)
+    # a folder named through the environment is looked for under its literal name
+    edit_config(run, lambda c: c["data"].update(batch_size=400))
+    edit_config(run, lambda c: c["encoder"].update(name_or_path="${oc.env:HOME}"))
+    with pytest.raises(
+        ModelError, match=r"cannot load the tokenizer of encoder '\$\{oc.env:HOME\}'"
+    ):
+        Parser.load(run)
 
 
 @pytest.mark.parametrize("name", ["metrics.json", "environment.json", ".hydra/config.yaml"])
