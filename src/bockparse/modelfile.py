@@ -3,7 +3,12 @@
 **Loading.** :func:`load_tensors` is the project's one ``torch.load``: ``weights_only=True``, so
 a file holding any Python object but tensors and plain containers, strings and numbers is
 refused (:class:`ModelError` naming the file), never run; random or damaged bytes are reported
-as "not a model file".
+as "not a model file". Before it, the archive's table of contents is checked (every member
+stored uncompressed, as ``torch.save`` writes it, so that no member inflates beyond the file's
+own size; the pickle at most :data:`MAX_PICKLE_BYTES`), and after it every tensor
+(:func:`check_tensors`: contiguous, within its storage). :func:`read_file` reads the small
+files of a run folder: a regular file only (never through a symbolic link, never blocking on a
+FIFO), of a bounded size.
 
 **The model schema** (:data:`SCHEMA_VERSION`). A scorer is described by plain data only::
 
@@ -17,9 +22,15 @@ as "not a model file".
          "max_length": int,                       # pieces per window
          "params": {...}}}                        # TransformerEncoder's arguments
 
-:func:`validate_spec` checks every kind against the fixed registries and every parameter name
-against the signature of the class or function it is passed to, and every value's type, before
-anything is built; :func:`build_scorer` then calls those classes directly. Specs of schema
+:func:`validate_spec` checks every kind against the fixed registries, every parameter name
+against the signature of the class or function it is passed to, and every value against its
+stated type and range (:data:`PARAMETERS`, the one table of them, which training's config check
+uses too), before anything is built; :func:`check_transformer_config` holds a transformer's
+configuration (``config.json``) to the same sizes and refuses custom code (``auto_map``) and
+attention kernels from the hub. :func:`build_checked` then builds the scorer on the ``meta``
+device (no memory), compares its tensors with the file's (names, shapes, dtypes: the weights
+the spec implies are the weights the file holds) and only then builds it for real, with the
+project's classes called directly. Specs of schema
 version 2 (the contextualiser's parameters beside the head's, before ``model.context``) are
 read through :func:`nested_params`, and their weights through :func:`current_state`. Nothing
 read from a file reaches ``hydra.utils.instantiate`` or an import by name.
@@ -29,11 +40,15 @@ read from a file reaches ``hydra.utils.instantiate`` or an import by name.
 
 from __future__ import annotations
 
+import errno
 import inspect
+import math
 import os
 import pickle
+import stat
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +57,9 @@ from torch import nn
 
 from .data.conllu import DataError
 from .heads import HEADS, head_classes
+from .heads.transition.systems import SYSTEMS
 
 SCHEMA_VERSION = 3  # 3: params.context (model.context); 2: one flat params mapping
-PLAIN = (bool, int, float, str, type(None))
 # Hydra targets of the project's own conf/ tree -> schema kinds (looked up, never imported).
 TARGETS = {
     **{path: kind for kind, path in HEADS.items()},
@@ -62,6 +77,12 @@ CONTEXT = "context"  # the head's parameter (and the config node) holding the Co
 # The submodules the Contextualizer builds (top-level in a version-2 biaffine state dict).
 CONTEXT_MODULES = ("encoder.", "word_embedding.", "upos_embedding.", "xpos_embedding.",
                    "feats_embedding.", "char_model.", "lstm.")  # fmt: skip
+# A torch archive's pickle (the containers around the tensors: a checkpoint's is ~100 KB).
+MAX_PICKLE_BYTES = 256 * 2**20
+MAX_MEMBERS = 1_000_000  # members of a torch archive (one per tensor storage)
+# Attention implementations a transformer's configuration may name: transformers' own; any
+# other value is a kernel fetched from the hub.
+BUILTIN_ATTENTION = (None, "eager", "sdpa")
 
 
 class ModelError(DataError):
@@ -69,7 +90,8 @@ class ModelError(DataError):
 
 
 class UnsafeFileError(ModelError):
-    """A file refused because loading it could run code (a pickle payload)."""
+    """A file refused because loading it could run code (a pickle payload, custom code of a
+    transformer) or reach outside it (a symbolic link, a hub download)."""
 
 
 def model_kinds() -> dict[str, type[nn.Module]]:
@@ -77,19 +99,105 @@ def model_kinds() -> dict[str, type[nn.Module]]:
     return head_classes()
 
 
+# -- reading files ----------------------------------------------------------------------------
+
+
+def read_file(path: str | os.PathLike, limit: int, follow_links: bool = False) -> bytes:
+    """The content of a file someone sent (a run folder's config, metrics, environment record),
+    read as data: a regular file only, opened without following a symbolic link
+    (``O_NOFOLLOW``; ``follow_links`` for a folder that is not a run's, such as a Hugging Face
+    cache snapshot of links) and without blocking (``O_NONBLOCK``: a FIFO or device is refused,
+    not waited on), at most ``limit`` bytes.
+
+    Raises:
+        FileNotFoundError: nothing at ``path``.
+        UnsafeFileError: ``path`` is a symbolic link.
+        ModelError: not a regular file, larger than ``limit``, or unreadable.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UnsafeFileError(f"{path}: refused: a symbolic link (read as data, a file of a "
+                                  "run folder is never followed elsewhere)") from None  # fmt: skip
+        raise ModelError(f"{path}: cannot read ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ModelError(f"{path}: not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ModelError(f"{path}: larger than {limit:,} bytes; not a file a run writes")
+    return data
+
+
+def check_no_links(folder: str | os.PathLike, relative: str | os.PathLike) -> Path:
+    """``folder / relative`` after checking that no part of it below ``folder`` is a symbolic
+    link (a run folder someone sent is read without following links out of it).
+
+    Raises:
+        UnsafeFileError: a part is a symbolic link.
+    """
+    path = Path(folder)
+    for part in Path(relative).parts:
+        path = path / part
+        if path.is_symlink():
+            raise UnsafeFileError(f"{path}: refused: a symbolic link (a run folder's files are "
+                                  "read only where they are, never followed)")  # fmt: skip
+    return path
+
+
+def _check_archive(path: Path) -> None:
+    """The torch archive's table of contents, before anything is unpacked: every member stored
+    uncompressed (as ``torch.save`` writes them; a compressed member could inflate far beyond
+    the file), their sizes consistent and within the file, the pickle bounded."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+        raise ModelError(f"{path}: not a model file (damaged archive: {e})") from None
+    if len(members) > MAX_MEMBERS:
+        raise ModelError(f"{path}: not a model file ({len(members):,} archive members)")
+    total = 0
+    for member in members:
+        name = member.filename
+        if member.compress_type != zipfile.ZIP_STORED or member.file_size != member.compress_size:
+            raise ModelError(f"{path}: refused: archive member {name!r} is compressed "
+                             f"({member.file_size:,} bytes unpacked); torch.save stores its "
+                             "members as they are")  # fmt: skip
+        if name.endswith(".pkl") and member.file_size > MAX_PICKLE_BYTES:
+            raise ModelError(f"{path}: refused: archive member {name!r} holds "
+                             f"{member.file_size:,} bytes of containers (at most "
+                             f"{MAX_PICKLE_BYTES:,})")  # fmt: skip
+        total += member.file_size
+    if total > path.stat().st_size:
+        raise ModelError(f"{path}: not a model file (its members claim {total:,} bytes, more "
+                         "than the file holds)")  # fmt: skip
+
+
 def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
     """A checkpoint or model file's content, loaded without running code from it.
 
     Raises:
-        ModelError: the file is missing, not a model file (random, damaged or truncated
-            bytes), not a dict, or holds Python objects other than tensors and plain
-            containers, strings and numbers (refused: loading them could run code).
+        ModelError: the file is missing, not a regular file, not a model file (random, damaged,
+            truncated or inflating bytes), not a dict, or holds Python objects other than
+            tensors and plain containers, strings and numbers (refused: loading them could run
+            code).
     """
     path = Path(path)
-    if not path.is_file():
-        raise ModelError(f"{path}: not found")
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise ModelError(f"{path}: not found") from None
+    if not stat.S_ISREG(mode):
+        raise ModelError(f"{path}: not a regular file" if path.exists() else f"{path}: not found")
     if not zipfile.is_zipfile(path):  # torch.save writes zip archives
         raise ModelError(f"{path}: not a model file (not a torch archive)")
+    _check_archive(path)
     try:
         content = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
@@ -101,14 +209,147 @@ def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
             "runs with bockparse-export."
         ) from None
     except Exception as e:  # torch raises many types on files it cannot read; none runs code
-        raise ModelError(f"{path}: not a bockparse model or checkpoint ({e!r})") from None
+        raise ModelError(f"{path}: not a bockparse model or checkpoint ({_shown(e)})") from None
     if not isinstance(content, dict):
         kind = type(content).__name__
         raise ModelError(f"{path}: not a bockparse model or checkpoint (a {kind})")
     return content
 
 
+def check_tensors(
+    tensors: Any, where: str, dtype: torch.dtype | None = None, dims: int | None = None
+) -> dict[str, torch.Tensor]:
+    """``tensors`` if it maps names to dense tensors laid out as ``torch.save`` writes them:
+    contiguous (no stride-0 broadcast that would materialise far more than the file holds),
+    within their storage; of ``dtype`` and ``dims`` dimensions where given.
+
+    Raises:
+        ModelError: naming ``where`` and the first tensor at fault.
+    """
+    if not isinstance(tensors, Mapping):
+        raise ModelError(f"{where}: must map names to tensors, got a {type(tensors).__name__}")
+    for name, tensor in tensors.items():
+        if not isinstance(name, str):
+            raise ModelError(f"{where}: tensor name {_shown(name)} is not a string")
+        at = f"{where}: tensor {name!r}"
+        if not isinstance(tensor, torch.Tensor):
+            raise ModelError(f"{at} is a {type(tensor).__name__}, not a tensor")
+        if tensor.layout != torch.strided or tensor.is_quantized:
+            raise ModelError(f"{at} is not a dense tensor ({tensor.layout})")
+        if not tensor.is_contiguous():
+            raise ModelError(f"{at} is not contiguous (strides {tensor.stride()} for shape "
+                             f"{tuple(tensor.shape)}); torch.save writes contiguous "
+                             "tensors")  # fmt: skip
+        needed = (tensor.storage_offset() + tensor.numel()) * tensor.element_size()
+        if tensor.numel() and tensor.untyped_storage().nbytes() < needed:
+            raise ModelError(f"{at} reaches beyond its storage")
+        if dtype is not None and tensor.dtype != dtype:
+            raise ModelError(f"{at} is {tensor.dtype}, not {dtype}")
+        if dims is not None and tensor.dim() != dims:
+            raise ModelError(f"{at} has {tensor.dim()} dimensions, not {dims}")
+    return dict(tensors)
+
+
 # -- the schema ------------------------------------------------------------------------------
+
+
+def _shown(value: Any, width: int = 60) -> str:
+    """``repr(value)`` cut to ``width`` characters: one line, control characters escaped."""
+    text = repr(value)
+    return text if len(text) <= width else f"{text[: width - 3]}..."
+
+
+@dataclass(frozen=True)
+class Int:
+    """An integer (not a bool) in ``low..high``."""
+
+    low: int
+    high: int
+
+    def problem(self, value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be an integer in {self.low}..{self.high}"
+        return None if self.low <= value <= self.high else f"must be in {self.low}..{self.high}"
+
+
+@dataclass(frozen=True)
+class Real:
+    """A finite number (an int or a float, not a bool) in ``[low, high]``, or ``[low, high)``
+    with ``open_high``."""
+
+    low: float
+    high: float
+    open_high: bool = False
+
+    def problem(self, value: Any) -> str | None:
+        span = f"[{self.low}, {self.high}{')' if self.open_high else ']'}"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"must be a number in {span}"
+        inside = self.low <= value and (value < self.high if self.open_high else value <= self.high)
+        return None if math.isfinite(value) and inside else f"must be in {span}"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """``true`` or ``false``."""
+
+    def problem(self, value: Any) -> str | None:
+        return None if isinstance(value, bool) else "must be true or false"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of some names."""
+
+    values: tuple[str, ...]
+
+    def problem(self, value: Any) -> str | None:
+        return None if isinstance(value, str) and value in self.values else (
+            f"must be one of {', '.join(self.values)}")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Name:
+    """A name or local folder (a tokenizer's): a non-empty string of printable characters."""
+
+    def problem(self, value: Any) -> str | None:
+        ok = isinstance(value, str) and 0 < len(value) <= 4096 and value.isprintable()
+        return None if ok else "must be a name or a folder (printable text)"
+
+
+# Sizes: generous for any encoder-sized parser (the paper's widths are at most 800,
+# BERT-large's 1024 and 24 layers; multilingual vocabularies ~250,000 pieces), small enough that
+# no spec allocates more than a few GB before its weights are compared with the file's.
+WIDTH = Int(1, 8192)  # embedding, hidden and MLP widths
+LAYERS = Int(1, 64)
+PIECES = Int(3, 2**17)  # the longest window, [CLS] and [SEP] included (a position table)
+RATE = Real(0.0, 1.0, open_high=True)  # dropouts
+# Every parameter a model file or a run config may give a scorer, a Contextualizer, a
+# TransformerEncoder or random_bert (by name: the same name means the same thing in each), with
+# its type and range. The one table of them: validate_spec checks model files and run folders
+# with it, spec_from_config training's config before anything is built.
+PARAMETERS: dict[str, Int | Real | Flag | Choice | Name] = {
+    "use_words": Flag(), "use_chars": Flag(), "use_upos": Flag(), "use_xpos": Flag(),
+    "use_feats": Flag(), "linearization": Flag(), "distance": Flag(), "projective_only": Flag(),
+    "word_dim": WIDTH, "char_dim": WIDTH, "char_hidden": WIDTH, "tag_dim": WIDTH,
+    "lstm_hidden": WIDTH, "arc_hidden": WIDTH, "rel_hidden": WIDTH, "aux_hidden": WIDTH,
+    "lstm_layers": LAYERS, "word_dropout": RATE, "dropout": RATE,
+    "biaffine_init_std": Real(0.0, 100.0),
+    "system": Choice(tuple(SYSTEMS)),
+    "stack_features": Int(0, 64), "buffer_features": Int(0, 64),
+    # TransformerEncoder
+    "layers": Int(1, LAYERS.high + 1), "pooling": Choice(("first", "mean")),
+    "chunk_pieces": Int(1, 2**20), "max_padding": Real(1.0, 100.0),
+    # random_bert (and the encoder's max_length)
+    "tokenizer": Name(), "num_layers": LAYERS, "hidden_size": WIDTH, "num_heads": Int(1, 256),
+    "intermediate_size": Int(1, 4 * WIDTH.high), "max_length": PIECES,
+}  # fmt: skip
+# A transformer configuration's (config.json) sizes, by transformers' names, and their limits.
+TRANSFORMER_SIZES: dict[str, Int] = {
+    "vocab_size": Int(1, 2**20), "hidden_size": WIDTH, "num_hidden_layers": LAYERS,
+    "num_attention_heads": Int(1, 256), "intermediate_size": PARAMETERS["intermediate_size"],
+    "max_position_embeddings": Int(1, PIECES.high), "type_vocab_size": Int(1, 1024),
+}  # fmt: skip
 
 
 def context_params() -> frozenset[str]:
@@ -140,12 +381,6 @@ def current_state(kind: str, state: Mapping[str, Any]) -> dict[str, Any]:
     return {f"{CONTEXT}.{k}" if k.startswith(CONTEXT_MODULES) else k: v for k, v in state.items()}
 
 
-def _plain(value: Any) -> bool:
-    if isinstance(value, list | tuple):
-        return all(_plain(v) for v in value)
-    return isinstance(value, PLAIN) and not (isinstance(value, float) and value != value)
-
-
 def _check_params(
     params: Any,
     callee: Callable[..., Any],
@@ -153,22 +388,28 @@ def _check_params(
     where: str,
     nested: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """``params`` if it is a dict of plain values whose names ``callee`` takes (but ``skip``);
-    the ``nested`` names hold a mapping instead (checked by the caller)."""
+    """``params`` if it is a mapping of the parameters ``callee`` takes (but ``skip``), each
+    within its :data:`PARAMETERS` rule, the required ones present; the ``nested`` names hold a
+    mapping instead (checked by the caller)."""
     if not isinstance(params, Mapping):
         raise ModelError(f"{where}: parameters must be a mapping, got {type(params).__name__}")
-    accepted = set(inspect.signature(callee).parameters) - set(skip)
+    signature = inspect.signature(callee).parameters
+    accepted = set(signature) - set(skip)
     for name, value in params.items():
         if name in nested:
             if not isinstance(value, Mapping):
                 raise ModelError(f"{where}: parameter {name!r} must be a mapping")
             continue
         if name not in accepted:
-            raise ModelError(f"{where}: unknown parameter {name!r} (known: {sorted(accepted)})")
-        if not _plain(value):
-            kind = type(value).__name__
-            raise ModelError(f"{where}: parameter {name!r} is a {kind}, not a plain value "
-                             "(bool, int, float, str, null or a list of them)")  # fmt: skip
+            shown = _shown(name) if isinstance(name, str) else f"{_shown(name)} (not a name)"
+            raise ModelError(f"{where}: unknown parameter {shown} (known: {sorted(accepted)})")
+        problem = PARAMETERS[name].problem(value)
+        if problem:
+            raise ModelError(f"{where}: parameter {name!r} = {_shown(value)} {problem}")
+    required = [n for n in accepted if signature[n].default is inspect.Parameter.empty]
+    missing = sorted(set(required) - set(params))
+    if missing:
+        raise ModelError(f"{where}: no parameter {missing[0]!r}")
     return dict(params)
 
 
@@ -181,9 +422,20 @@ def _field(node: Mapping[str, Any], key: str, kind: type | tuple[type, ...], whe
     return value
 
 
+def _rule(node: Mapping[str, Any], key: str, where: str) -> Any:
+    """``node[key]`` within its :data:`PARAMETERS` rule."""
+    if key not in node:
+        raise ModelError(f"{where}: no {key!r}")
+    problem = PARAMETERS[key].problem(node[key])
+    if problem:
+        raise ModelError(f"{where}: {key!r} = {_shown(node[key])} {problem}")
+    return node[key]
+
+
 def validate_spec(spec: Any, source: str) -> dict[str, Any]:
-    """``spec`` if it follows the schema (module doc); raises :class:`ModelError` naming
-    ``source`` and the first problem otherwise. Nothing is built or imported by name."""
+    """``spec`` if it follows the schema (module doc), every value within its stated type and
+    range (:data:`PARAMETERS`); raises :class:`ModelError` naming ``source`` and the first
+    problem otherwise. Nothing is built or imported by name."""
     from .model.context import Contextualizer
     from .model.encoder import TransformerEncoder, random_bert
 
@@ -192,12 +444,12 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
         raise ModelError(f"{where}: must be a mapping")
     unknown = set(spec) - {"kind", "params", "encoder"}
     if unknown:
-        raise ModelError(f"{where}: unknown keys {sorted(unknown)}")
+        raise ModelError(f"{where}: unknown keys {_shown(sorted(map(str, unknown)))}")
     spec = {**spec, "params": nested_params(spec.get("params"))}
     kinds = model_kinds()
     kind = spec.get("kind")
-    if kind not in kinds:
-        raise ModelError(f"{where}: unknown kind {kind!r} (known: {sorted(kinds)})")
+    if not isinstance(kind, str) or kind not in kinds:
+        raise ModelError(f"{where}: unknown kind {_shown(kind)} (known: {sorted(kinds)})")
     params = _check_params(
         spec.get("params"), kinds[kind], ("self", "vocabs", "encoder"), where, nested=(CONTEXT,)
     )
@@ -215,31 +467,118 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
         raise ModelError(f"{where}: must be a mapping or null")
     unknown = set(encoder) - {"transformer", "tokenizer", "max_length", "params"}
     if unknown:
-        raise ModelError(f"{where}: unknown keys {sorted(unknown)}")
-    _field(encoder, "tokenizer", str, where)
-    _field(encoder, "max_length", int, where)
+        raise ModelError(f"{where}: unknown keys {_shown(sorted(map(str, unknown)))}")
+    _rule(encoder, "tokenizer", where)
+    _rule(encoder, "max_length", where)
     _check_params(encoder.get("params", {}), TransformerEncoder, ("self", "transformer"), where)
     transformer = _field(encoder, "transformer", Mapping, where)
     where = f"{source}: encoder transformer"
     if transformer.get("kind") == "pretrained":
         if set(transformer) != {"kind", "name_or_path"}:
             raise ModelError(f"{where}: a pretrained transformer has kind and name_or_path only")
-        _field(transformer, "name_or_path", str, where)
+        if PARAMETERS["tokenizer"].problem(transformer["name_or_path"]):
+            raise ModelError(f"{where}: 'name_or_path' = {_shown(transformer['name_or_path'])} "
+                             "must be a name or a folder (printable text)")  # fmt: skip
     elif transformer.get("kind") == "random_bert":
         if set(transformer) != {"kind", "params"}:
             raise ModelError(f"{where}: a random_bert transformer has kind and params only")
         _check_params(transformer["params"], random_bert, (), where)
     else:
-        raise ModelError(f"{where}: unknown kind {transformer.get('kind')!r} "
+        raise ModelError(f"{where}: unknown kind {_shown(transformer.get('kind'))} "
                          "(known: pretrained, random_bert)")  # fmt: skip
     return dict(spec)
+
+
+def _code_references(data: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """``(key path, value)`` of every key in a transformers JSON file that makes transformers
+    run code or fetch it: ``auto_map`` (custom classes) and ``*_implementation`` (attention or
+    expert kernels) other than the built-in ones; nested configurations included."""
+    stack = [(path, data)]
+    while stack:
+        at, node = stack.pop()
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                name = f"{at}.{key}" if at else str(key)
+                bare = str(key).strip("_").removesuffix("_internal")
+                if key == "auto_map" or (bare.endswith("_implementation")
+                                         and value not in BUILTIN_ATTENTION):  # fmt: skip
+                    yield name, value
+                stack.append((name, value))
+        elif isinstance(node, list):
+            stack.extend((f"{at}[{i}]", v) for i, v in enumerate(node))
+
+
+def check_transformers_json(data: Any, source: str) -> None:
+    """Refuse a transformers JSON file (``config.json``, ``tokenizer_config.json``) that
+    would make transformers run or fetch code (:func:`_code_references`).
+
+    Raises:
+        UnsafeFileError: naming ``source`` and the key.
+    """
+    builtin = ", ".join(str(name) for name in BUILTIN_ATTENTION)
+    for key, value in _code_references(data):
+        raise UnsafeFileError(f"{source}: refused: {key} = {_shown(value)} would make "
+                              "transformers run code from the file or fetch it from the hub "
+                              f"(implementations allowed: {builtin})")  # fmt: skip
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """Whether a configuration value has the kind of its class default: a bool for a bool, an
+    int for an int, a number for a float, a string for a string, the same container for a
+    container; a plain value or a list of them where the default is ``None``."""
+    plain = (bool, int, float, str, type(None))
+    if default is None:
+        items = value if isinstance(value, list) else [value]
+        return all(isinstance(item, plain) for item in items)
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, int | float)
+    return isinstance(value, type(default))
+
+
+def check_transformer_config(
+    config: Any, source: str, defaults: Mapping[str, Any] | None = None
+) -> None:
+    """A transformer's configuration (``config.json``'s content, or a ``PretrainedConfig``'s
+    ``to_dict()``) within :data:`TRANSFORMER_SIZES`, without code references
+    (:func:`check_transformers_json`), every number finite, dropout probabilities in [0, 1],
+    epsilons in (0, 1], token ids in the vocabulary; with ``defaults`` (its class's default
+    configuration), each known key's value of its default's kind (:func:`_same_kind`).
+
+    Raises:
+        ModelError: naming ``source`` and the key.
+    """
+    if not isinstance(config, Mapping):
+        raise ModelError(f"{source}: a transformer configuration must be a mapping")
+    check_transformers_json(config, source)
+    for key, rule in TRANSFORMER_SIZES.items():
+        if key in config and (problem := rule.problem(config[key])):
+            raise ModelError(f"{source}: {key} = {_shown(config[key])} {problem}")
+    for key, value in config.items():
+        name = str(key)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and not math.isfinite(value):
+            raise ModelError(f"{source}: {name} = {value} is not a finite number")
+        if number and ("dropout" in name or name.endswith("_prob")) and not 0 <= value <= 1:
+            raise ModelError(f"{source}: {name} = {_shown(value)} must be in [0, 1]")
+        if number and name.endswith("_eps") and not 0 < value <= 1:
+            raise ModelError(f"{source}: {name} = {_shown(value)} must be in (0, 1]")
+        vocab = config.get("vocab_size")
+        if name.endswith("_token_id") and value is not None and isinstance(vocab, int):
+            if Int(0, vocab - 1).problem(value):
+                raise ModelError(f"{source}: {name} = {_shown(value)} is not a piece of the "
+                                 f"vocabulary (0..{vocab - 1}) or null")  # fmt: skip
+        if defaults is not None and key in defaults and not _same_kind(value, defaults[key]):
+            raise ModelError(f"{source}: {name} = {_shown(value)} is not of the kind its "
+                             f"default {_shown(defaults[key])} is")  # fmt: skip
 
 
 def _kind_of(node: Mapping[str, Any], expected: set[str], where: str) -> str:
     target = str(node.get("_target_", ""))
     kind = TARGETS.get(target)
     if kind not in expected:
-        raise ModelError(f"{where}: unknown class {target!r}; a bockparse run names one of "
+        raise ModelError(f"{where}: unknown class {_shown(target)}; a bockparse run names one of "
                          f"{sorted(t for t, k in TARGETS.items() if k in expected)}")  # fmt: skip
     return kind
 
@@ -255,8 +594,13 @@ def spec_from_config(
     containers), validated; ``encoder`` ``None`` or without a ``model`` node: no transformer.
 
     Raises:
-        ModelError: a class outside :data:`TARGETS`, or a spec :func:`validate_spec` refuses.
+        ModelError: a node that is not a mapping, a class outside :data:`TARGETS`, or a spec
+            :func:`validate_spec` refuses.
     """
+    if not isinstance(model, Mapping):
+        raise ModelError(f"{source}: model: must be a mapping")
+    if encoder is not None and not isinstance(encoder, Mapping):
+        raise ModelError(f"{source}: encoder: must be a mapping or null")
     spec: dict[str, Any] = {
         "kind": _kind_of(model, set(HEADS), f"{source}: model"),
         "params": _arguments(model),
@@ -265,10 +609,18 @@ def spec_from_config(
     if encoder is not None and encoder.get("model"):
         where = f"{source}: encoder"
         node = encoder["model"]
-        _kind_of(node, {"transformer_encoder"}, where)
         tokenizer = encoder.get("tokenizer") or {}
+        transformer = node.get("transformer") if isinstance(node, Mapping) else None
+        for name, value in (
+            ("model", node),
+            ("tokenizer", tokenizer),
+            ("transformer", transformer or {}),
+        ):
+            if not isinstance(value, Mapping):
+                raise ModelError(f"{where}: {name} must be a mapping")
+        _kind_of(node, {"transformer_encoder"}, where)
         _kind_of(tokenizer, {"tokenizer"}, f"{where} tokenizer")
-        transformer = node.get("transformer") or {}
+        transformer = transformer or {}
         kind = _kind_of(transformer, {"pretrained", "random_bert"}, f"{where} transformer")
         spec["encoder"] = {
             "transformer": (
@@ -285,26 +637,24 @@ def spec_from_config(
 
 def build_transformer(spec: Mapping[str, Any]) -> nn.Module:
     """The transformer skeleton of an encoder spec (configuration only; the weights come from
-    the run's file), offline.
+    the run's file), offline, its configuration checked (:func:`check_transformer_config`).
 
     Raises:
-        ModelError: the pretrained model's configuration cannot be read offline.
+        ModelError: the pretrained model's configuration cannot be read offline, or is refused.
     """
     from transformers import AutoConfig, AutoModel
 
-    from .model.encoder import random_bert, resolve_encoder_path, without_pooler
+    from .model.encoder import pretrained, random_bert, without_pooler
 
     transformer = spec["transformer"]
     if transformer["kind"] == "random_bert":
         return random_bert(**transformer["params"])
-    source = resolve_encoder_path(transformer["name_or_path"])
     try:
-        config = AutoConfig.from_pretrained(source, local_files_only=True)
-    except (OSError, ValueError) as e:
-        raise ModelError(
-            f"cannot read the configuration of encoder {transformer['name_or_path']!r} "
-            f"({source}) offline; load an exported model file instead ({e})"
-        ) from None
+        config = pretrained(AutoConfig, transformer["name_or_path"])
+    except OSError as e:
+        raise ModelError(f"cannot read the configuration of encoder "
+                         f"{_shown(transformer['name_or_path'])} offline; load an exported model "
+                         f"file instead ({e})") from None  # fmt: skip
     return without_pooler(AutoModel.from_config(config))
 
 
@@ -317,3 +667,53 @@ def build_scorer(spec: Mapping[str, Any], vocabs: Any, transformer: nn.Module | 
     if transformer is not None:
         encoder = TransformerEncoder(transformer=transformer, **spec["encoder"].get("params", {}))
     return model_kinds()[spec["kind"]](vocabs=vocabs, encoder=encoder, **spec["params"])
+
+
+def build_checked(
+    spec: Mapping[str, Any],
+    vocabs: Any,
+    transformer: Callable[[], nn.Module] | None,
+    state: Any,
+    source: str,
+) -> nn.Module:
+    """The scorer ``spec`` describes with the weights ``state`` of the file ``source``.
+
+    The scorer is first built on the ``meta`` device (shapes only, no memory) and its tensors
+    compared with ``state`` (:func:`check_tensors`, then the same names, shapes and dtypes):
+    sizes that a few bytes of spec imply but the file does not hold are refused before any
+    allocation; a spec whose classes refuse it (layers out of range, no input) too. Then it is
+    built for real and the weights loaded.
+
+    Args:
+        transformer: builds the encoder's transformer (called twice); ``None`` without one.
+
+    Raises:
+        ModelError: the weights do not fit the spec, or the spec cannot be built.
+    """
+    kind = spec["kind"]
+    state = current_state(kind, check_tensors(state, f"{source}: weights"))
+    try:
+        with torch.device("meta"):
+            skeleton = build_scorer(spec, vocabs, transformer and transformer()).state_dict()
+    except Exception as e:  # the project's classes and transformers refuse values many ways
+        raise ModelError(f"{source}: the model its settings describe cannot be built "
+                         f"({_shown(e, 200)})") from None  # fmt: skip
+    encoder = spec.get("encoder")
+    positions = skeleton.get(f"{CONTEXT}.encoder.transformer.embeddings.position_embeddings.weight")
+    if encoder is not None and positions is not None and encoder["max_length"] > positions.shape[0]:
+        raise ModelError(f"{source}: encoder max_length {encoder['max_length']} exceeds the "
+                         f"transformer's {positions.shape[0]} positions")  # fmt: skip
+    names = set(skeleton) | set(state)
+    for name in sorted(names):
+        want, got = skeleton.get(name), state.get(name)
+        if want is None or got is None:
+            which = "holds an unexpected" if want is None else "lacks the"
+            raise ModelError(f"{source}: the weights do not fit the model its config describes "
+                             f"(the file {which} tensor {name!r})")  # fmt: skip
+        if want.shape != got.shape or want.dtype != got.dtype:
+            raise ModelError(f"{source}: the weights do not fit the model its config describes "
+                             f"({name!r} is {got.dtype} {tuple(got.shape)} in the file, "
+                             f"{want.dtype} {tuple(want.shape)} in the model)")  # fmt: skip
+    scorer = build_scorer(spec, vocabs, transformer and transformer())
+    scorer.load_state_dict(state)
+    return scorer

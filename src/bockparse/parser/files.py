@@ -13,13 +13,20 @@ name for a run, and from the model file itself for an exported model.
 Model files are data, never code: they are read with ``torch.load(weights_only=True)``
 (:func:`bockparse.modelfile.load_tensors`), which only admits tensors and plain containers,
 strings and numbers (anything else is refused with :class:`ModelError`), and the model they
-describe is validated against the schema before anything is built. A model file holds the
-scorer's weights (no optimiser state), and one JSON string with the vocabularies, the settings
-(the model spec among them) and the run's metadata; the transformer's configuration and
-tokenizer files travel as byte tensors. Version 1 files (whose settings held the Hydra nodes)
-are read through the same closed lookup; version 1 and 2 files (and run folders written
-before ``model.context``) through :func:`bockparse.modelfile.nested_params` and
-:func:`~bockparse.modelfile.current_state`.
+describe is validated against the schema, and its weights against the file's
+(:func:`bockparse.modelfile.build_checked`), before anything is built. The embedded encoder
+files are limited to :data:`ENCODER_FILES` and loaded without custom code or hub access
+(:func:`bockparse.model.encoder.pretrained`). A run folder's files are read as they are:
+never through a symbolic link (:func:`bockparse.modelfile.check_no_links`,
+:func:`~bockparse.modelfile.read_file`), its config as plain data
+(:func:`.settings.read_run_config`: no resolver runs, nothing from the environment is read).
+
+A model file holds the scorer's weights (no optimiser state), and one JSON string with the
+vocabularies, the settings (the model spec among them) and the run's metadata; the
+transformer's configuration and tokenizer files travel as byte tensors. Version 1 files (whose
+settings held the Hydra nodes) are read through the same closed lookup; version 1 and 2 files
+(and run folders written before ``model.context``) through
+:func:`bockparse.modelfile.nested_params` and :func:`~bockparse.modelfile.current_state`.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -36,21 +43,34 @@ import torch
 from torch import nn
 
 from .. import rundir
+from ..data.conllu import DataError
 from ..data.subwords import WordPieces
 from ..data.vocab import Vocabs
 from ..hardware import AUTO, AUTOCAST_DTYPES
 from ..modelfile import (
     ModelError,
-    build_scorer,
+    UnsafeFileError,
+    build_checked,
     build_transformer,
-    current_state,
+    check_no_links,
+    check_tensors,
     load_tensors,
+    read_file,
     spec_from_config,
 )
-from .settings import RunSettings, checked_settings, run_settings
+from .settings import RunSettings, checked_settings, read_run_config, run_settings
 
 FORMAT = "bockparse-model"
 FORMAT_VERSION = 3  # 3: the spec's params.context; 2: the spec flat; 1: Hydra nodes (all read)
+CONTENT_KEYS = frozenset({"format", "version", "config", "state_dict", "encoder_files"})
+# The transformer files a model file may carry: its configuration and the tokenizer files
+# transformers writes (weights travel in state_dict); no code, nothing else.
+ENCODER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json",
+                 "special_tokens_map.json", "added_tokens.json", "vocab.txt", "vocab.json",
+                 "merges.txt", "spiece.model", "sentencepiece.bpe.model")  # fmt: skip
+REQUIRED_ENCODER_FILES = ("config.json", "tokenizer.json")
+MAX_ENCODER_FILE_BYTES = 64 * 2**20  # a multilingual tokenizer.json is ~17 MB
+MAX_JSON_BYTES = 2**20  # a run's metrics.json and environment.json (a few hundred bytes)
 
 
 class Loaded(NamedTuple):
@@ -75,7 +95,7 @@ def load(path: str | os.PathLike) -> Loaded:
     if path.is_dir():
         if not rundir.is_run_dir(path):
             raise ModelError(f"{path}: not a run folder (no {rundir.CONFIG})")
-        return _load_checkpoint(path / rundir.BEST, path)
+        return _load_checkpoint(check_no_links(path, rundir.BEST), path)
     content = load_tensors(path)
     if content.get("format") == FORMAT:
         return _load_exported(path, content)
@@ -88,10 +108,22 @@ def load(path: str | os.PathLike) -> Loaded:
     raise ModelError(f"{path}: neither a bockparse model file nor a Lightning checkpoint")
 
 
-def _files_from_tensors(files: Mapping[str, torch.Tensor], folder: Path) -> None:
+def _files_from_tensors(path: Path, files: Any, folder: Path) -> None:
+    """Write a model file's encoder files into ``folder``: :data:`ENCODER_FILES` only, each
+    a byte tensor of at most :data:`MAX_ENCODER_FILE_BYTES`, the required ones present."""
+    files = check_tensors(files, f"{path}: encoder files", dtype=torch.uint8, dims=1)
     for name, data in files.items():
-        if Path(name).name != name:
-            raise ModelError(f"encoder file name {name!r} is not a plain file name")
+        if name not in ENCODER_FILES:
+            raise UnsafeFileError(f"{path}: refused: encoder file {name[:80]!r} (a model file "
+                                  f"carries only {', '.join(ENCODER_FILES)})")  # fmt: skip
+        if data.numel() > MAX_ENCODER_FILE_BYTES:
+            raise ModelError(f"{path}: encoder file {name!r} is larger than "
+                             f"{MAX_ENCODER_FILE_BYTES:,} bytes")  # fmt: skip
+    missing = [name for name in REQUIRED_ENCODER_FILES if name not in files]
+    if missing:
+        raise ModelError(f"{path}: the model has an encoder but the file carries no "
+                         f"{' or '.join(missing)}")  # fmt: skip
+    for name, data in files.items():
         (folder / name).write_bytes(data.numpy().tobytes())
 
 
@@ -103,24 +135,67 @@ def _tensors_from_folder(folder: Path) -> dict[str, torch.Tensor]:
     }
 
 
-def _transformer_from_files(folder: Path) -> nn.Module:
-    from transformers import AutoConfig, AutoModel
+def _encoder_from_files(path: Path, folder: Path) -> tuple[Any, Callable[[], nn.Module]]:
+    """The tokenizer and the transformer skeleton's builder of a model file's encoder files
+    (written to ``folder``), loaded offline without custom code; the tokenizer's pieces must
+    fit the transformer's vocabulary."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    from ..model.encoder import without_pooler
+    from ..model.encoder import pretrained, without_pooler
 
-    return without_pooler(AutoModel.from_config(AutoConfig.from_pretrained(folder)))
+    try:
+        config = pretrained(AutoConfig, str(folder))
+        tokenizer = pretrained(AutoTokenizer, str(folder))
+    except ModelError as e:  # names the temporary folder: name the model file
+        raise type(e)(
+            f"{path}: encoder files: {str(e).replace(str(folder) + os.sep, '')}"
+        ) from None
+    except OSError as e:
+        raise ModelError(f"{path}: damaged encoder files ({str(e).splitlines()[0]})") from None
+    if len(tokenizer) > config.vocab_size:
+        raise ModelError(f"{path}: the tokenizer has {len(tokenizer):,} pieces, more than the "
+                         f"transformer's vocabulary ({config.vocab_size:,})")  # fmt: skip
+    return tokenizer, lambda: without_pooler(AutoModel.from_config(config))
+
+
+# Words a loaded tokenizer must turn into pieces before it is used (cased, accented, digits,
+# punctuation, a CJK character).
+PROBE_WORDS = ["Probe", "naïve", "1,000", "--", "中"]
+
+
+def _wordpieces(path: Path, tokenizer: Any, max_length: int) -> WordPieces:
+    """The wordpieces of a tokenizer read from ``path``, after it tokenized
+    :data:`PROBE_WORDS` (its settings come from a file: a value transformers accepts at loading
+    may break tokenization only later)."""
+    try:
+        wordpieces = WordPieces(tokenizer, max_length)
+        wordpieces.pieces(PROBE_WORDS)
+    except Exception as e:  # transformers fails on odd settings in many ways
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ModelError(f"{path}: the tokenizer cannot tokenize ({type(e).__name__}: "
+                         f"{first[:200]})") from None  # fmt: skip
+    return wordpieces
+
+
+def _vocabs(path: Path, state: Any) -> Vocabs:
+    """``Vocabs.from_dict`` naming the file on a malformed vocabulary."""
+    try:
+        return Vocabs.from_dict(state)
+    except DataError as e:
+        raise ModelError(f"{path}: {e}") from None
 
 
 def _vocabs_of_checkpoint(path: Path, checkpoint: Mapping[str, Any]) -> Vocabs:
     """The vocabularies a Lightning checkpoint carries (the data module's state)."""
     for value in checkpoint.values():
         if isinstance(value, dict) and isinstance(value.get("vocabs"), dict):
-            return Vocabs.from_dict(value["vocabs"])
+            return _vocabs(path, value["vocabs"])
     raise ModelError(f"{path}: the checkpoint carries no vocabularies (not a bockparse run?)")
 
 
-def _scorer_state(path: Path, state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def _scorer_state(path: Path, state_dict: Any) -> dict[str, torch.Tensor]:
     """The scorer's weights from a LightningModule state dict (keys ``scorer.*``)."""
+    state_dict = check_tensors(state_dict, f"{path}: state_dict")
     prefix = "scorer."
     state = {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
     if not state:
@@ -131,43 +206,53 @@ def _scorer_state(path: Path, state_dict: Mapping[str, torch.Tensor]) -> dict[st
 def _run_precision(run_dir: Path) -> str:
     """The precision a run with ``trainer.precision: auto`` used (its ``environment.json``);
     ``auto`` for a run without one (stopped before training): the parser resolves it."""
-    path = run_dir / rundir.ENVIRONMENT
+    path = check_no_links(run_dir, rundir.ENVIRONMENT)
     try:
-        precision = json.loads(path.read_text(encoding="utf-8"))["precision"]
+        text = read_file(path, MAX_JSON_BYTES)
     except FileNotFoundError:
         return AUTO
-    except (ValueError, KeyError, TypeError) as e:
-        raise ModelError(f"{path}: damaged ({e!r}); it should name the run's precision") from None
-    if precision not in (*AUTOCAST_DTYPES, "32-true", "32"):
-        raise ModelError(f"{path}: unknown precision {precision!r}")
-    return str(precision)
+    try:
+        precision = json.loads(text)["precision"]
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
+        raise ModelError(f"{path}: damaged ({type(e).__name__}); it should name the run's "
+                         "precision") from None  # fmt: skip
+    if not isinstance(precision, str) or precision not in (*AUTOCAST_DTYPES, "32-true", "32"):
+        raise ModelError(f"{path}: unknown precision {repr(precision)[:60]}")
+    return precision
+
+
+def _run_metrics(run_dir: Path) -> Any:
+    """The run's ``metrics.json`` (``None`` without one), read as data (never through a link)."""
+    path = check_no_links(run_dir, rundir.METRICS)
+    try:
+        text = read_file(path, MAX_JSON_BYTES)
+    except FileNotFoundError:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ModelError(f"{path}: not JSON ({type(e).__name__})") from None
 
 
 def _load_checkpoint(path: Path, run_dir: Path, content: dict[str, Any] | None = None) -> Loaded:
     """A run's checkpoint, with the run's settings, vocabularies and metadata."""
-    from omegaconf import OmegaConf
-
     from ..model.encoder import load_encoder_tokenizer
 
+    config = check_no_links(run_dir, rundir.CONFIG)
+    settings = run_settings(read_run_config(config), str(config))
     if content is None:
         content = load_tensors(path)
-    config = run_dir / rundir.CONFIG
-    try:
-        settings = run_settings(OmegaConf.load(config), str(config))
-    except ModelError:
-        raise
-    except Exception as e:  # a damaged YAML file: OmegaConf/yaml raise many types
-        raise ModelError(f"{config}: not a readable run config ({type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else ''})") from None  # fmt: skip
     if settings.precision == AUTO:
         settings = replace(settings, precision=_run_precision(run_dir))
     vocabs = _vocabs_of_checkpoint(path, content)
-    wordpieces = transformer = None
+    wordpieces = None
     encoder = settings.model["encoder"]
     if encoder is not None:
-        tokenizer = load_encoder_tokenizer(encoder["tokenizer"], local_files_only=True)
-        wordpieces = WordPieces(tokenizer, encoder["max_length"])
-        transformer = build_transformer(encoder)
+        try:
+            tokenizer = load_encoder_tokenizer(encoder["tokenizer"], local_files_only=True)
+        except OSError as e:  # the encoder the run's config names is not here
+            raise ModelError(f"{config}: {e}") from None
+        wordpieces = _wordpieces(path, tokenizer, encoder["max_length"])
     metadata = {
         "condition": settings.condition,
         "decoder": settings.decoder,
@@ -176,60 +261,66 @@ def _load_checkpoint(path: Path, run_dir: Path, content: dict[str, Any] | None =
         "checkpoint": path.name,
         "step": content.get("global_step"),
     }
-    metrics = run_dir / rundir.METRICS
-    if metrics.is_file():
-        metadata["metrics"] = rundir.read_json(metrics)
-    scorer = build_scorer(settings.model, vocabs, transformer)
-    _load_weights(path, scorer, settings.model["kind"], _scorer_state(path, content["state_dict"]))
+    metrics = _run_metrics(run_dir)
+    if metrics is not None:
+        metadata["metrics"] = metrics
+    scorer = build_checked(
+        settings.model,
+        vocabs,
+        None if encoder is None else lambda: build_transformer(encoder),
+        _scorer_state(path, content["state_dict"]),
+        str(path),
+    )
     return Loaded(scorer, vocabs, wordpieces, settings, metadata)
 
 
 def _load_exported(path: Path, content: dict[str, Any]) -> Loaded:
     """A model file of :func:`save` (format version 1, 2 or 3)."""
-    from transformers import AutoTokenizer
-
     version = content.get("version")
-    if version not in range(1, FORMAT_VERSION + 1):
+    if version not in range(1, FORMAT_VERSION + 1) or isinstance(version, bool):
         raise ModelError(
-            f"{path}: model file version {version!r}; this bockparse reads versions 1 to "
-            f"{FORMAT_VERSION}"
+            f"{path}: model file version {repr(version)[:40]}; this bockparse reads versions 1 "
+            f"to {FORMAT_VERSION}"
         )
+    unknown = set(content) - CONTENT_KEYS
+    if unknown:
+        raise ModelError(f"{path}: unknown keys in the model file: "
+                         f"{repr(sorted(map(str, unknown)))[:200]}")  # fmt: skip
     try:
         meta = json.loads(content["config"])
-        values = dict(meta["settings"])
-        metadata = meta["metadata"]
-        if version == 1:  # the Hydra nodes, through the same closed lookup
-            encoder = values.pop("encoder")
-            values["model"] = spec_from_config(values["model"], encoder, str(path))
-        settings = checked_settings(values, str(path))
-        vocabs = Vocabs.from_dict(meta["vocabs"])
-        state = content["state_dict"]
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise ModelError(f"{path}: damaged model file ({e!r})") from None
-    if not isinstance(metadata, dict) or not isinstance(state, dict):
-        raise ModelError(f"{path}: damaged model file (metadata or weights not a mapping)")
-    wordpieces = transformer = None
+    except KeyError:
+        raise ModelError(f"{path}: damaged model file (no config)") from None
+    except (TypeError, ValueError, RecursionError) as e:
+        raise ModelError(f"{path}: damaged model file (its config is not JSON: "
+                         f"{type(e).__name__})") from None  # fmt: skip
+    if not isinstance(meta, dict) or set(meta) != {"settings", "vocabs", "metadata"}:
+        raise ModelError(f"{path}: damaged model file (its config must hold settings, vocabs "
+                         "and metadata)")  # fmt: skip
+    values, metadata = meta["settings"], meta["metadata"]
+    if not isinstance(values, dict) or not isinstance(metadata, dict):
+        raise ModelError(f"{path}: damaged model file (settings or metadata not a mapping)")
+    values = dict(values)
+    if version == 1:  # the Hydra nodes, through the same closed lookup
+        encoder = values.pop("encoder", None)
+        values["model"] = spec_from_config(values.get("model"), encoder, str(path))
+    settings = checked_settings(values, str(path))
+    vocabs = _vocabs(path, meta["vocabs"])
+    if "state_dict" not in content:
+        raise ModelError(f"{path}: damaged model file (no weights)")
+    wordpieces = None
+    transformer = None
     encoder = settings.model["encoder"]
     if encoder is not None:
+        if "encoder_files" not in content:
+            raise ModelError(
+                f"{path}: the model has an encoder but the file carries no encoder files"
+            )
         with tempfile.TemporaryDirectory(prefix="bockparse-encoder-") as tmp:
-            _files_from_tensors(content.get("encoder_files", {}), Path(tmp))
-            tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
-            transformer = _transformer_from_files(Path(tmp))
-        wordpieces = WordPieces(tokenizer, encoder["max_length"])
-    scorer = build_scorer(settings.model, vocabs, transformer)
-    _load_weights(path, scorer, settings.model["kind"], state)
+            _files_from_tensors(path, content["encoder_files"], Path(tmp))
+            tokenizer, transformer = _encoder_from_files(path, Path(tmp))
+        wordpieces = _wordpieces(path, tokenizer, encoder["max_length"])
+    scorer = build_checked(settings.model, vocabs, transformer, content["state_dict"], str(path))
     return Loaded(scorer, vocabs, wordpieces, settings, metadata)
-
-
-def _load_weights(
-    path: Path, scorer: nn.Module, kind: str, state: Mapping[str, torch.Tensor]
-) -> None:
-    try:
-        scorer.load_state_dict(current_state(kind, state))
-    except RuntimeError as e:
-        raise ModelError(
-            f"{path}: the weights do not fit the model its config describes ({e})"
-        ) from None
 
 
 def save(path: str | os.PathLike, model: Loaded) -> int:

@@ -1,17 +1,40 @@
 """What a parser needs from its run: :class:`RunSettings`, read from a run's composed config
-(:func:`run_settings`, the one place that knows the config's keys) or from a model file
-(:func:`checked_settings`), all plain values, the model among them as the closed schema's spec
-(:mod:`bockparse.modelfile`)."""
+(:func:`read_run_config`, :func:`run_settings`, the one place that knows the config's keys) or
+from a model file (:func:`checked_settings`), all plain values within stated types and ranges,
+the model among them as the closed schema's spec (:mod:`bockparse.modelfile`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from .. import rundir
-from ..modelfile import ModelError, spec_from_config, validate_spec
+from ..hardware import AUTO, AUTOCAST_DTYPES
+from ..metrics import PUNCT_EXCLUSIONS
+from ..modelfile import (
+    Choice,
+    Int,
+    ModelError,
+    Name,
+    read_file,
+    spec_from_config,
+    validate_spec,
+)
+
+MAX_CONFIG_BYTES = 2**20  # a composed config is a few KB
+MAX_CONFIG_DEPTH = 64
+# An interpolation of another node of the same config (``${seed}``, ``${..decoder}``), the only
+# kind a run config is resolved with; anything else (``${oc.env:HOME}``, any resolver) is kept
+# as literal text, never evaluated.
+NODE_REFERENCE = re.compile(r"\$\{\.*[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\[\d+\])*\}")
+# Words in a batch read from a file (a run's data.batch_size: 5,000 in the paper's runs).
+MAX_BATCH_WORDS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -48,6 +71,85 @@ class RunSettings:
     precision: str = "32-true"  # model files exported before this field predicted in fp32
 
 
+class _RunConfigLoader(yaml.SafeLoader):
+    """YAML as OmegaConf reads it (its safe loader: no Python tags, duplicate keys refused),
+    without anchors and aliases: Hydra never writes them, and nested aliases expand
+    exponentially."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases are not accepted in a run config",
+                event.start_mark,
+            )  # fmt: skip
+        return super().compose_node(parent, index)
+
+
+def _loader() -> type[yaml.SafeLoader]:
+    from omegaconf._utils import get_yaml_loader
+
+    return type("RunConfigLoader", (_RunConfigLoader, get_yaml_loader()), {})
+
+
+def _literal(text: str, source: str, key: str) -> str:
+    """``text`` as OmegaConf should read it: as is when its interpolations are all node
+    references (:data:`NODE_REFERENCE`), else with every ``${`` escaped (literal text).
+
+    Raises:
+        ModelError: a backslash beside a non-node interpolation (its escaping is ambiguous).
+    """
+    if "${" not in text or "${" not in NODE_REFERENCE.sub("", text):
+        return text
+    if "\\" in text:
+        raise ModelError(f"{source}: {key}: an interpolation with a backslash is refused")
+    return text.replace("${", "\\${")
+
+
+def read_run_config(path: str | Path) -> Any:
+    """A run's composed config (``.hydra/config.yaml``) read as plain data: a regular file, not
+    followed through a symbolic link (:func:`bockparse.modelfile.read_file`), YAML without
+    anchors and aliases, node references its only interpolations (any resolver, such as
+    ``${oc.env:...}``, stays literal text: nothing from the environment or code reaches the
+    settings).
+
+    Returns:
+        An OmegaConf ``DictConfig``.
+
+    Raises:
+        ModelError: unreadable, not YAML, not a mapping, or nested too deeply.
+    """
+    from omegaconf import OmegaConf
+
+    try:
+        text = read_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+        data = yaml.load(text, Loader=_loader())
+    except FileNotFoundError:
+        raise ModelError(f"{path}: not found") from None
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelError(f"{path}: not a readable run config ({first})") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"{path}: not a run config (a {type(data).__name__})")
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        node, at, depth = stack.pop()
+        if depth > MAX_CONFIG_DEPTH:
+            raise ModelError(f"{path}: nested deeper than {MAX_CONFIG_DEPTH} at {at}")
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            name = f"{at}.{key}" if at else str(key)
+            if isinstance(value, str):
+                node[key] = _literal(value, str(path), name)
+            elif isinstance(value, dict | list):
+                stack.append((value, name, depth + 1))
+    try:
+        return OmegaConf.create(data)
+    except Exception as e:  # OmegaConf raises many types on odd keys or values
+        raise ModelError(f"{path}: not a readable run config ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else ''})") from None  # fmt: skip
+
+
 def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     """The settings a parser reads from a run's composed config (``.hydra/config.yaml``).
 
@@ -70,10 +172,16 @@ def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     cfg = rundir.current_keys(cfg)
 
     def get(key: str, required: bool = True) -> Any:
-        node = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+        try:
+            node = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+            if OmegaConf.is_config(node):
+                node = OmegaConf.to_container(node, resolve=True)
+        except Exception as e:  # OmegaConf's interpolation errors (missing key, loop, type)
+            raise ModelError(f"{source}: {key}: cannot be read ({type(e).__name__}: "
+                             f"{str(e).splitlines()[0] if str(e) else ''})") from None  # fmt: skip
         if node is None and required:
             raise ModelError(f"{source}: no {key}")
-        return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+        return node
 
     return checked_settings(
         {
@@ -93,39 +201,58 @@ def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     )
 
 
-# RunSettings fields besides the model: their types (None allowed where listed).
-_SETTING_TYPES: dict[str, tuple[type, ...]] = {
-    "decoder": (str, type(None)),
-    "condition": (str, type(None)),
-    "max_word_chars": (int,),
-    "batch_size": (int,),
-    "punct_field": (str,),
-    "punct_tags": (list,),
-    "exclude_punct": (str, type(None)),
-    "seed": (int, type(None)),
-    "experiment": (str, type(None)),
-    "precision": (str,),
+# RunSettings fields besides the model: their type and range, and whether null is allowed.
+_SETTINGS: dict[str, tuple[Any, bool]] = {
+    "condition": (Name(), True),
+    "max_word_chars": (Int(1, 2**16), False),
+    "batch_size": (Int(1, MAX_BATCH_WORDS), False),
+    "punct_field": (Choice(("upos", "xpos")), False),
+    "exclude_punct": (Choice(tuple(sorted(PUNCT_EXCLUSIONS))), True),
+    "seed": (Int(-(2**63), 2**63 - 1), True),
+    "experiment": (Name(), True),
+    "precision": (Choice((*AUTOCAST_DTYPES, "32-true", "32", AUTO)), False),
 }
+MAX_PUNCT_TAGS = 10_000
+
+
+def _check_decoder(decoder: Any, kind: Any, source: str) -> None:
+    """A graph parser names a registered decoder; a transition parser none."""
+    from ..decoders import registered_names
+
+    if kind == "transition":
+        if decoder is not None:
+            raise ModelError(f"{source}: setting decoder = {decoder!r}: a transition parser "
+                             "predicts trees itself (null)")  # fmt: skip
+    elif not isinstance(decoder, str) or decoder not in registered_names():
+        shown = repr(decoder)[:60]
+        raise ModelError(f"{source}: setting decoder = {shown} is not a decoder (known: "
+                         f"{', '.join(registered_names())})")  # fmt: skip
 
 
 def checked_settings(values: Any, source: str) -> RunSettings:
-    """:class:`RunSettings` from plain ``values`` after checking every field's type and the
-    model spec (:func:`bockparse.modelfile.validate_spec`).
+    """:class:`RunSettings` from plain ``values`` after checking every field's type and range
+    and the model spec (:func:`bockparse.modelfile.validate_spec`).
 
     Raises:
-        ModelError: an unknown or missing field, a value of the wrong type, or a spec the
-            schema refuses; the message names ``source``.
+        ModelError: an unknown or missing field, a value of the wrong type or out of range, or
+            a spec the schema refuses; the message names ``source``.
     """
     if not isinstance(values, Mapping):
         raise ModelError(f"{source}: settings must be a mapping")
     fields = {f.name for f in dataclasses.fields(RunSettings)}
-    if set(values) - fields or {"model"} - set(values):
+    required = {f.name for f in dataclasses.fields(RunSettings)
+                if f.default is dataclasses.MISSING}  # fmt: skip
+    if set(values) - fields or required - set(values):
         raise ModelError(f"{source}: settings must have the fields {sorted(fields)}; got "
-                         f"{sorted(values)}")  # fmt: skip
-    for name, types in _SETTING_TYPES.items():
+                         f"{repr(sorted(map(str, values)))[:300]}")  # fmt: skip
+    for name, (rule, nullable) in _SETTINGS.items():
         value = values.get(name)
-        if name in values and (isinstance(value, bool) or not isinstance(value, types)):
-            raise ModelError(f"{source}: setting {name} = {value!r} has the wrong type")
-    if not all(isinstance(t, str) for t in values.get("punct_tags", [])):
-        raise ModelError(f"{source}: setting punct_tags must be a list of strings")
-    return RunSettings(**{**values, "model": validate_spec(values["model"], source)})
+        if name in values and not (value is None and nullable) and (problem := rule.problem(value)):
+            raise ModelError(f"{source}: setting {name} = {repr(value)[:60]} {problem}")
+    tags = values["punct_tags"]
+    if (not isinstance(tags, list) or len(tags) > MAX_PUNCT_TAGS
+            or any(Name().problem(t) for t in tags)):  # fmt: skip
+        raise ModelError(f"{source}: setting punct_tags must be a list of tags (strings)")
+    model = validate_spec(values["model"], source)
+    _check_decoder(values["decoder"], model["kind"], source)
+    return RunSettings(**{**values, "model": model})
