@@ -32,20 +32,17 @@ from bockparse.training.train import CONF_DIR
 NO_INPUT = ("model.context.use_words=false model.context.use_chars=false "
             "model.context.use_upos=false model.context.use_xpos=false "
             "model.context.use_feats=false encoder=none")  # fmt: skip
-# Model sizes and dropouts are the closed model schema's (modelfile.validate_spec), whose
-# type and range checks land with the model-schema work of issue 50.
-SCHEMA = pytest.mark.xfail(reason="modelfile.validate_spec's ranges (issue 50)", strict=True)
 
 # The issue's cases (and a few more), each -> a fragment of its one line.
 CASES = [
     ("decoder=bok", "decoder='bok': an unknown decoder"),
-    pytest.param("model.context.dropout=1.5", "dropout", marks=SCHEMA),
+    pytest.param("model.context.dropout=1.5", "dropout"),
     ("trainer.precision=bf15", "trainer.precision='bf15': must be one of auto,"),
     ("encoder=bert-base-cased", "encoder.name_or_path='bert-base-cased': no such folder"),
     ("seed=4294967296", "seed=4294967296: must be at least 0 and at most 4294967295"),
     ("optim.stage1.lr=-1", "optim.stage1.lr=-1: must be above 0"),
     ("exclude_punct=bogus", "exclude_punct='bogus': must be one of ptb, ctb, upos or null"),
-    pytest.param("model.arc_hidden=0", "arc_hidden", marks=SCHEMA),
+    pytest.param("model.arc_hidden=0", "arc_hidden"),
     ("loss.margin=-1", "loss.margin=-1: must be at least 0"),
     ("optim.max_grad_norm=-1", "optim.max_grad_norm=-1: must be above 0"),
     (NO_INPUT, "every input is off"),

@@ -8,6 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from bockparse.training import checks
 from bockparse.training.checks import DATA_ENV, RequireData, data_problems, swept_keys
 from bockparse.training.train import CONF_DIR
 
@@ -30,7 +31,9 @@ def test_unset_and_absent_files(tmp_path):
     assert data_problems(_data(), skip=("train", "val", "test")) == []
 
 
-def test_callback_stops_with_every_problem(tmp_path):
+def test_callback_stops_with_every_problem(tmp_path, monkeypatch):
+    # The data files alone: the settings' check (tests/integration/test_settings.py) passes.
+    monkeypatch.setattr(checks, "setting_problems", lambda config: [])
     cfg = OmegaConf.create({"experiment_name": "table1-ptb", "data": _data()})
     with pytest.raises(SystemExit) as stop:
         RequireData().on_run_start(cfg)
@@ -39,7 +42,8 @@ def test_callback_stops_with_every_problem(tmp_path):
     assert "data.test is not set" in message and "data.root=DIR" in message
 
 
-def test_multirun_leaves_swept_files_to_the_jobs(tmp_path):
+def test_multirun_leaves_swept_files_to_the_jobs(tmp_path, monkeypatch):
+    monkeypatch.setattr(checks, "setting_problems", lambda config: [])
     cfg = OmegaConf.create({
         "experiment_name": "table1-ptb",
         "data": _data(root=str(tmp_path)),
