@@ -12,16 +12,38 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..data.conllu import DataError
+from ..experiments.runs import Discovery, discover
 from ..metrics import PUNCT_EXCLUSIONS
 from .command import Command
 from .outputs import inside_problem, out_folder_problem
 
-SWEEP_RUNS_HELP = "run folders or sweep folders (searched recursively)"
+
+def _runs_command(prog: str, description: str) -> Command:
+    """The command of a script that reads ``RUN_DIR...``: run or sweep folders."""
+    command = Command(prog, description=description)
+    command.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="run folders or sweep folders (searched recursively)",
+    )
+    return command
+
+
+def _discover(runs: Sequence[str], out: str | None) -> tuple[Discovery | None, str | None]:
+    """The runs found under the folders ``runs``, and why the command cannot go on (``None``
+    when it can): a folder missing, no run found, or ``--out`` inside a run read."""
+    try:
+        found = discover(runs)
+    except FileNotFoundError as err:
+        return None, str(err)
+    if not found.runs:
+        return None, f"no run folders under {', '.join(runs)}"
+    return found, out_folder_problem(out, [run.path for run in found.runs])
 
 
 def table(argv: Sequence[str] | None = None) -> int:
     """``bockparse-table RUN_DIR... [--out DIR] [--stage test|val] [--layout table1|grid]``."""
-    from ..experiments.runs import discover
     from ..experiments.table import (
         EXPECT,
         aggregate,
@@ -32,12 +54,11 @@ def table(argv: Sequence[str] | None = None) -> int:
         write_report,
     )
 
-    command = Command(
+    command = _runs_command(
         "bockparse-table",
-        description="Table 1 (mean ± sample std over seeds, paired LAS differences) or the "
-        "loss × decoder grid from bockparse-train run folders.",
+        "Table 1 (mean ± sample std over seeds, paired LAS differences) or the loss × decoder "
+        "grid from bockparse-train run folders.",
     )
-    command.add_argument("runs", nargs="+", metavar="RUN_DIR", help=SWEEP_RUNS_HELP)
     command.add_argument(
         "--out",
         metavar="DIR",
@@ -86,13 +107,8 @@ def table(argv: Sequence[str] | None = None) -> int:
             seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
         except ValueError:
             return command.fail(f"--seeds must be integers, got {args.seeds!r}", 2)
-    try:
-        found = discover(args.runs)
-    except FileNotFoundError as err:
-        return command.fail(err, 2)
-    if not found.runs:
-        return command.fail(f"no run folders under {', '.join(args.runs)}", 2)
-    if problem := out_folder_problem(args.out, [run.path for run in found.runs]):
+    found, problem = _discover(args.runs, args.out)
+    if problem is not None:
         return command.fail(problem, 2)
     if args.expect and args.layout != "table1":
         return command.fail(f"--expect {args.expect} needs --layout table1", 2)
@@ -119,14 +135,11 @@ def table(argv: Sequence[str] | None = None) -> int:
 def reeval(argv: Sequence[str] | None = None) -> int:
     """``bockparse-reeval RUN_DIR... [--exclude-punct auto|ptb|ctb|upos] [--out DIR]``."""
     from ..experiments.reeval import punct_report, write_punct_report
-    from ..experiments.runs import discover
 
-    command = Command(
+    command = _runs_command(
         "bockparse-reeval",
-        description="Re-evaluate saved predictions with punctuation excluded (no retraining); "
-        "Table 1 layout.",
+        "Re-evaluate saved predictions with punctuation excluded (no retraining); Table 1 layout.",
     )
-    command.add_argument("runs", nargs="+", metavar="RUN_DIR", help=SWEEP_RUNS_HELP)
     command.add_argument(
         "--exclude-punct",
         default="auto",
@@ -138,14 +151,9 @@ def reeval(argv: Sequence[str] | None = None) -> int:
         "--out", metavar="DIR", default=None, help="write table1-punct.md and table1-punct.csv here"
     )
     args = command.parse_args(argv)
-    try:
-        found = discover(args.runs)
-    except FileNotFoundError as err:
-        return command.fail(err, 2)
-    if problem := out_folder_problem(args.out, [run.path for run in found.runs]):
+    found, problem = _discover(args.runs, args.out)
+    if problem is not None:
         return command.fail(problem, 2)
-    if not found.runs:
-        return command.fail(f"no run folders under {', '.join(args.runs)}", 2)
     text, groups, failures = punct_report(found, args.stage, args.exclude_punct)
     print(text, end="", flush=True)
     if args.out:
@@ -257,7 +265,6 @@ def publish(argv: Sequence[str] | None = None) -> int:
     """``bockparse-publish SWEEP_OR_RUN_DIR... --out DIR``."""
     from .. import rundir
     from ..experiments.publish import publish_run
-    from ..experiments.runs import discover
 
     command = Command(
         "bockparse-publish",
