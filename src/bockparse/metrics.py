@@ -18,8 +18,6 @@ numpy arrays or tensors alike; the torchmetrics ``AttachmentScores`` that traini
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -364,37 +362,6 @@ def evaluate_files(gold_path: str, pred_path: str, exclude_punct: str | None = N
     return scores(total, tag_counts(gold, pred, exclude_punct))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``bockparse-eval GOLD PRED [--exclude-punct ptb|ctb|upos]``."""
-    parser = argparse.ArgumentParser(
-        prog="bockparse-eval",
-        description="UAS, LAS (base relations), LCM and the tag accuracies UPOS, XPOS, UFeats "
-        "(universal features) and AllTags of a CoNLL-U prediction file, as the CoNLL 2018 "
-        "evaluator computes them for gold tokenisation.",
-    )
-    parser.add_argument("gold", help="gold CoNLL-U file (- for standard input)")
-    parser.add_argument("pred", help="predicted CoNLL-U file (- for standard input)")
-    add_punct_argument(parser)
-    args = parser.parse_args(argv)
-    try:
-        result = evaluate_files(args.gold, args.pred, args.exclude_punct)
-    except DataError as err:
-        print(f"bockparse-eval: {err}", file=sys.stderr)
-        return 1
-    print(format_scores(result))
-    return 0
-
-
-def add_punct_argument(parser: argparse.ArgumentParser) -> None:
-    """The ``--exclude-punct`` option of the evaluation commands (:data:`PUNCT_EXCLUSIONS`)."""
-    parser.add_argument(
-        "--exclude-punct",
-        choices=sorted(PUNCT_EXCLUSIONS),
-        default=None,
-        help="leave out gold punctuation (ptb/ctb: XPOS tags; upos: PUNCT)",
-    )
-
-
 def format_scores(result: dict[str, float]) -> str:
     """The evaluation commands' report: attachment rates, the counts behind them, then the tag
     accuracies."""
@@ -405,7 +372,3 @@ def format_scores(result: dict[str, float]) -> str:
         f"UPOS {result['upos']:.2f}  XPOS {result['xpos']:.2f}  UFeats {result['ufeats']:.2f}  "
         f"AllTags {result['alltags']:.2f}"
     )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,13 +7,18 @@ transition parser. Heads come from a registry decoder under the single-root cons
 (:func:`best_relations`, scored at the heads alone). Both stay ``[B, N]`` tensors from the
 decoder pool to the metrics; nothing goes through per-sentence lists. No Lightning here, so
 that a parser loaded outside training predicts with exactly the code that evaluated it.
+Only at the very end does :func:`sentence_rows` cut the padded rows back into per-sentence
+trees (the prediction writer, :meth:`bockparse.parser.Parser.predict`, the analyses).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
+from .data.batch import Batch
 from .decoders import decode_batch
 from .model.outputs import ParserScores
 
@@ -156,3 +161,16 @@ def predict_trees(
     """
     heads = decode_heads(scores.arc, lengths, decoder, single_root=True, workers=workers)
     return heads, best_relations(scores.rel_at_heads(heads), heads)
+
+
+def sentence_rows(batch: Batch, *padded: torch.Tensor | np.ndarray) -> Iterator[tuple]:
+    """Each sentence of a batch with its rows of the padded ``[B, N, ...]`` tensors or arrays
+    ``padded`` (heads and relations ``[B, N]``, arc scores ``[B, N, N]``): ``(sentence id,
+    row, ...)``, every row cut to the sentence's ``n + 1`` positions (ROOT first) in each
+    dimension after the batch's, so padding never reaches a tree. Rows are views (slices) of
+    ``padded``, in batch order; the sentence id is the input position (``Batch.sentence_ids``).
+    """
+    for b, (sid, n) in enumerate(
+        zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
+    ):
+        yield (sid, *(t[(b, *(slice(None, n + 1),) * (t.ndim - 1))] for t in padded))

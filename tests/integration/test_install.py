@@ -32,7 +32,9 @@ LIGHT_MODULES = (
     "bockparse.decoders.trace",
     "bockparse.data",
     "bockparse.data.conllu",
-    "bockparse.data.check",
+    "bockparse.cli.data",
+    "bockparse.cli.decoders",
+    "bockparse.cli.metrics",
     "bockparse.metrics",
     "bockparse.cli",
 )
@@ -90,6 +92,17 @@ def test_every_console_script_answers_help(script, monkeypatch, capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: {script} ") or "powered by Hydra" in out
+
+
+# bockparse-train is the Hydra app: its --version is handled in bockparse.cli.train
+@pytest.mark.parametrize("script", sorted(set(SCRIPTS) - {"bockparse-train"}))
+def test_every_console_script_prints_the_bockparse_version(script, monkeypatch, capsys):
+    entry = importlib.metadata.EntryPoint(script, SCRIPTS[script], "console_scripts")
+    monkeypatch.setattr(sys, "argv", [script, "--version"])
+    with pytest.raises(SystemExit) as exit_:
+        entry.load()()
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"bockparse {importlib.metadata.version('bockparse')}\n"
 
 
 def test_missing_extra_is_one_line_naming_it(monkeypatch, capsys):

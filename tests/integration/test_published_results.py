@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bockparse.experiments.table import main as table_main
+from bockparse.cli.experiments import table as table_main
 from bockparse.training.train import CONF_DIR
 
 REPO = Path(CONF_DIR).parent
@@ -74,7 +74,7 @@ def test_the_punctuation_excluded_table_regenerates(table, folder, tmp_path, mon
     data = os.environ.get("BOCKPARSE_DATA")
     if not data or not all((Path(data) / t).is_dir() for t in ("ud-english-ewt", "ud-chinese-gsd")):
         pytest.skip("BOCKPARSE_DATA does not hold the UD treebanks (the gold files)")
-    from bockparse.experiments.reeval import main as reeval_main
+    from bockparse.cli.experiments import reeval as reeval_main
 
     monkeypatch.chdir(REPO)
     runs = PUBLISHED[table][0]

@@ -35,7 +35,7 @@ def slurm_settings() -> list[str]:
 @pytest.mark.slow
 def test_submitit_sweep_with_the_slurm_settings_completes_and_is_tabulated(tmp_path, capsys):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    from bockparse.experiments.table import main as table
+    from bockparse.cli.experiments import table
 
     sweep = tmp_path / "sweep"
     proc = subprocess.run(

@@ -199,8 +199,9 @@ def smoke_sweep(tmp_path_factory):
 
 @pytest.mark.slow
 def test_smoke_sweep_and_table(smoke_sweep, tmp_path, capsys):
+    from bockparse.cli.experiments import table as main
     from bockparse.experiments.runs import discover
-    from bockparse.experiments.table import aggregate, main
+    from bockparse.experiments.table import aggregate
 
     for condition in TABLE1_RUNS:
         for seed in (1111, 2222):
@@ -222,7 +223,8 @@ def test_smoke_sweep_and_table(smoke_sweep, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_smoke_sweep_substitution_reeval_rootstudy(smoke_sweep, tmp_path, capsys):
-    from bockparse.experiments import reeval, rootstudy, substitute
+    from bockparse.cli.experiments import reeval, rootstudy
+    from bockparse.experiments import substitute
 
     run = smoke_sweep / "local-ce-cle" / "seed1111"
     report = substitute.substitute(run, stages=("val",))
@@ -233,11 +235,11 @@ def test_smoke_sweep_substitution_reeval_rootstudy(smoke_sweep, tmp_path, capsys
     assert res["reproduced"]["identical"] == 400  # the reloaded model is the saved one
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     assert res["scores"]["cle"]["las"] == pytest.approx(metrics["val/las"])
-    assert reeval.main([str(smoke_sweep)]) == 0
+    assert reeval([str(smoke_sweep)]) == 0
     assert "matches metrics.json" in capsys.readouterr().out
     out = tmp_path / "root"
     args = [str(run), "--k", "5", "10", "--max-sentences", "60", "--out", str(out)]
-    assert rootstudy.main(args) == 0
+    assert rootstudy(args) == 0
     rows = json.loads((out / "rootstudy.json").read_text(encoding="utf-8"))
     assert [r["decoding"] for r in rows] == ["1-best", "5-best", "10-best"]
     assert all(r["constrained_violating"] == 0 for r in rows)

@@ -47,5 +47,5 @@ def test_the_check_sees_a_missing_module():
     assert "decoders/bock.py" in _named(tree) and "rundir.py" in _named(tree)
     without = "\n".join(x for x in tree.splitlines() if not x.startswith("  rundir.py"))
     assert "rundir.py" not in _named(without)
-    assert "data/check.py" in _named(tree) and "check.py" not in _named(tree)
+    assert "data/conllu.py" in _named(tree) and "conllu.py" not in _named(tree)
     assert "heads/transition/parser.py" in _named(tree)  # a subfolder's module

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from bockparse.cli.decoders import trace_bock as trace_main
 from bockparse.decoders import (
     DECODERS,
     NoTreeError,
@@ -22,7 +23,6 @@ from bockparse.decoders import (
 )
 from bockparse.decoders.pool import decode_padded
 from bockparse.decoders.synthetic import integer_graph, parser_like
-from bockparse.decoders.trace import main as trace_main
 from bockparse.decoders.trees import OK, REWEIGHT, SINGLE_ROOT, UNCONSTRAINED
 
 NEG = -np.inf

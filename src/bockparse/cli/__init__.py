@@ -1,12 +1,16 @@
-"""Every console script, in one style: ``bockparse-<name>`` calls a function here, which runs its
-module's ``main(argv=None) -> int`` (or :mod:`bockparse.cli.parser`'s ``predict``, ``evaluate``,
-``export``); a missing optional extra is one line naming the install command, not a
-traceback. The light install (``pip install bockparse``) has the decoders, the CoNLL-U layer
-and the metrics; training and everything that loads a model need ``bockparse[train]``, the
-sweep launchers and plots ``bockparse[sweep]``, parsing raw text (``bockparse-predict --text``)
-``bockparse[spacy]``.
+"""Every console script, in one style: ``bockparse-<name>`` calls a function here, which runs
+the script's function in a module of this package (``cli/data.py``, ``cli/decoders.py``,
+``cli/metrics.py``, ``cli/experiments.py``, ``cli/parser.py``; ``bockparse-train`` is the Hydra
+app :mod:`bockparse.training.train`); a missing optional extra is one line naming the install
+command, not a traceback. The light install (``pip install bockparse``) has the decoders, the
+CoNLL-U layer and the metrics; training and everything that loads a model need
+``bockparse[train]``, the sweep launchers and plots ``bockparse[sweep]``, parsing raw text
+(``bockparse-predict --text``) ``bockparse[spacy]``.
 
-Each script here imports its module's ``main`` on call (so the light scripts never pay for it).
+The script modules only parse arguments (one argument parser, :class:`.command.Command`: the
+program name, ``--version``, one-line problems), check outputs (:mod:`.outputs`) and call the
+domain modules' functions. Each script here imports its module on call (so the light scripts
+never pay for the others).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ def missing_extra(err: ModuleNotFoundError) -> str | None:
 
 
 def run(module: str, function: str = "main") -> int:
-    """Run ``module.function()`` (a script's ``main(argv=None) -> int``); exit 1 with
+    """Run ``module.function()`` (a script's ``function(argv=None) -> int``); exit 1 with
     ``pip install 'bockparse[EXTRA]'`` when an optional dependency is missing, at import or
     when the script imports it later."""
     try:
@@ -60,18 +64,18 @@ def run(module: str, function: str = "main") -> int:
 
 
 def trace_bock() -> int:
-    """``bockparse-trace-bock`` (:mod:`bockparse.decoders.trace`)."""
-    return run("bockparse.decoders.trace")
+    """``bockparse-trace-bock`` (:func:`bockparse.cli.decoders.trace_bock`)."""
+    return run("bockparse.cli.decoders", "trace_bock")
 
 
 def check() -> int:
-    """``bockparse-check`` (:mod:`bockparse.data.check`)."""
-    return run("bockparse.data.check")
+    """``bockparse-check`` (:func:`bockparse.cli.data.check`)."""
+    return run("bockparse.cli.data", "check")
 
 
 def eval_files() -> int:
-    """``bockparse-eval`` (:mod:`bockparse.metrics`)."""
-    return run("bockparse.metrics")
+    """``bockparse-eval`` (:func:`bockparse.cli.metrics.eval_files`)."""
+    return run("bockparse.cli.metrics", "eval_files")
 
 
 def train() -> int:
@@ -80,28 +84,28 @@ def train() -> int:
 
 
 def table() -> int:
-    """``bockparse-table`` (:mod:`bockparse.experiments.table`)."""
-    return run("bockparse.experiments.table")
+    """``bockparse-table`` (:func:`bockparse.cli.experiments.table`)."""
+    return run("bockparse.cli.experiments", "table")
 
 
 def substitute() -> int:
-    """``bockparse-substitute`` (:mod:`bockparse.experiments.substitute`)."""
-    return run("bockparse.experiments.substitute")
+    """``bockparse-substitute`` (:func:`bockparse.cli.experiments.substitute`)."""
+    return run("bockparse.cli.experiments", "substitute")
 
 
 def reeval() -> int:
-    """``bockparse-reeval`` (:mod:`bockparse.experiments.reeval`)."""
-    return run("bockparse.experiments.reeval")
+    """``bockparse-reeval`` (:func:`bockparse.cli.experiments.reeval`)."""
+    return run("bockparse.cli.experiments", "reeval")
 
 
 def rootstudy() -> int:
-    """``bockparse-rootstudy`` (:mod:`bockparse.experiments.rootstudy`)."""
-    return run("bockparse.experiments.rootstudy")
+    """``bockparse-rootstudy`` (:func:`bockparse.cli.experiments.rootstudy`)."""
+    return run("bockparse.cli.experiments", "rootstudy")
 
 
 def publish() -> int:
-    """``bockparse-publish`` (:mod:`bockparse.experiments.publish`)."""
-    return run("bockparse.experiments.publish")
+    """``bockparse-publish`` (:func:`bockparse.cli.experiments.publish`)."""
+    return run("bockparse.cli.experiments", "publish")
 
 
 def predict() -> int:

@@ -20,25 +20,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..data.conllu import DataError, is_standard_stream
-from ..metrics import add_punct_argument, format_scores
+from ..metrics import format_scores
 from ..rundir import describe_os_error
+from .command import Command
+from .metrics import add_punct_argument
 from .outputs import output_problem
 
 PROGRESS_SECONDS = 5.0  # at most one progress line per this many seconds
-
-
-def _fail(program: str, err: Exception | str) -> int:
-    first = str(err).splitlines()[0] if str(err) else type(err).__name__
-    rest = str(err).splitlines()[1:]
-    print(f"{program}: {first}", file=sys.stderr)
-    for line in rest:  # a DataError's listed problems, each FILE:LINE: reason
-        print(line, file=sys.stderr)
-    return 1
-
-
-def _interrupted(program: str) -> int:
-    print(f"{program}: interrupted; nothing written", file=sys.stderr)
-    return 130
 
 
 def save_failure(err: RuntimeError, needed: int, out: str) -> str:
@@ -52,31 +40,31 @@ def save_failure(err: RuntimeError, needed: int, out: str) -> str:
     return f"cannot write {out}: {str(err).splitlines()[0] if str(err) else 'the write failed'}"
 
 
-def _model_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def _model_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
         "model", help="a run folder, a checkpoint of a run, or a model file from bockparse-export"
     )
-    parser.add_argument(
+    command.add_argument(
         "--precision",
         default=None,
         choices=["32-true", "bf16-mixed", "auto"],
         help="fp32, bf16 autocast, or auto (bf16 where this CPU/GPU computes it natively); "
         "default: the precision the run used (its scores)",
     )
-    parser.add_argument(
+    command.add_argument(
         "--device",
         default="cpu",
         help="where the parser runs: cpu (default), cuda, cuda:1, ... (as Parser.load takes it)",
     )
 
 
-def _decoder_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def _decoder_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
         "--decoder",
         default=None,
         help="registry decoder (bock, bock-original, cle, tarjan, eisner, ...); default: the run's",
     )
-    parser.add_argument(
+    command.add_argument(
         "--batch-size",
         type=int,
         default=None,
@@ -101,55 +89,55 @@ def _progress(stream) -> Callable[[int, int], None]:
 def predict(argv: Sequence[str] | None = None) -> int:
     """``bockparse-predict MODEL INPUT --out OUTPUT [--decoder NAME] [--batch-size WORDS]`` or
     ``bockparse-predict MODEL --text TEXT|- [--lang en] [--out OUTPUT] [--svg FILE]``."""
-    parser = argparse.ArgumentParser(
-        prog="bockparse-predict",
+    command = Command(
+        "bockparse-predict",
         description="Parse a CoNLL-U file (HEAD and DEPREL may be _) with a trained parser; the "
         "output is the input with only HEAD and DEPREL replaced. With --text, parse raw text: "
         "spaCy splits it into sentences and words (pip install 'bockparse[spacy]'; a model "
         "that reads words only, model=biaffine-notags), and the output is new CoNLL-U.",
     )
-    _model_argument(parser)
-    parser.add_argument(
+    _model_argument(command)
+    command.add_argument(
         "input", nargs="?", default=None, help="CoNLL-U file to parse (- for standard input)"
     )
-    parser.add_argument(
+    command.add_argument(
         "--text",
         default=None,
         help="raw text to parse instead of a CoNLL-U file (- for standard input)",
     )
-    parser.add_argument(
+    command.add_argument(
         "--lang",
         default="en",
         help="with --text: the spaCy language whose tokenizer splits the words (en, zh, de, "
         "...; spacy.blank, no download); default: en",
     )
-    parser.add_argument(
+    command.add_argument(
         "--svg",
         default=None,
         metavar="FILE",
         help="with --text: also draw the trees with displaCy into this SVG file (atomically)",
     )
-    parser.add_argument(
+    command.add_argument(
         "--out",
         default=None,
         help="CoNLL-U file to write (atomically; - for standard output); required for a "
         "CoNLL-U input, standard output by default with --text",
     )
-    _decoder_argument(parser)
-    args = parser.parse_args(argv)
+    _decoder_argument(command)
+    args = command.parse_args(argv)
     if (args.input is None) == (args.text is None):
-        parser.error("give either a CoNLL-U INPUT file or --text, not both")
+        command.error("give either a CoNLL-U INPUT file or --text, not both")
     if args.text is None and args.out is None:
-        parser.error("the following arguments are required: --out")
+        command.error("the following arguments are required: --out")
     if args.text is None and args.svg is not None:
-        parser.error("--svg draws the trees of --text (raw text); give --text")
+        command.error("--svg draws the trees of --text (raw text); give --text")
     if args.text is not None:
-        return _predict_text(parser.prog, args)
+        return _predict_text(command, args)
     from ..data.conllu import write_conllu
     from ..parser import Parser
 
     if problem := output_problem(args.out, args.input, args.model):
-        return _fail(parser.prog, problem)
+        return command.fail(problem)
     try:
         model = Parser.load(args.model, device=args.device, precision=args.precision)
         sentences = model.sentences(args.input)
@@ -159,15 +147,15 @@ def predict(argv: Sequence[str] | None = None) -> int:
         )
         seconds = time.perf_counter() - start
     except (DataError, ValueError, OSError) as err:
-        return _fail(parser.prog, err)
+        return command.fail(err)
     except KeyboardInterrupt:
-        return _interrupted(parser.prog)
+        return command.interrupted()
     try:
         write_conllu(args.out, parsed)
     except OSError as err:
-        return _fail(parser.prog, describe_os_error(err, args.out))
+        return command.fail(describe_os_error(err, args.out))
     except KeyboardInterrupt:
-        return _interrupted(parser.prog)
+        return command.interrupted()
     words = sum(len(s) for s in parsed)
     print(
         f"{len(parsed):,} sentences, {words:,} words in {seconds:.2f} s: "
@@ -177,18 +165,18 @@ def predict(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _predict_text(prog: str, args: argparse.Namespace) -> int:
+def _predict_text(command: Command, args: argparse.Namespace) -> int:
     """``bockparse-predict MODEL --text ...``: spaCy's tokenizer and sentencizer, the
     ``bockparse`` component (:mod:`bockparse.rawtext`), CoNLL-U to ``--out`` (standard output by
     default) and the trees to ``--svg``; every output checked before any work."""
     out = "-" if args.out is None else args.out
     if args.svg is not None and is_standard_stream(args.svg):
-        return _fail(prog, "--svg -: give a file name for the drawing")
+        return command.fail("--svg -: give a file name for the drawing")
     if args.svg is not None and not is_standard_stream(out) and Path(args.svg) == Path(out):
-        return _fail(prog, f"--svg {args.svg} is also --out: give two files")
+        return command.fail(f"--svg {args.svg} is also --out: give two files")
     for target in (out, args.svg):
         if target is not None and (problem := output_problem(target, args.model)):
-            return _fail(prog, problem)
+            return command.fail(problem)
     from .. import rawtext
     from ..rundir import write_atomic
 
@@ -201,9 +189,9 @@ def _predict_text(prog: str, args: argparse.Namespace) -> int:
         })  # fmt: skip
         sentences = rawtext.parsed_sentences(nlp(text))
     except (DataError, ValueError, OSError) as err:
-        return _fail(prog, err)
+        return command.fail(err)
     except KeyboardInterrupt:
-        return _interrupted(prog)
+        return command.interrupted()
     written = [(out, rawtext.conllu(sentences))]
     if args.svg is not None:
         written.append((args.svg, rawtext.svg(sentences)))
@@ -215,9 +203,9 @@ def _predict_text(prog: str, args: argparse.Namespace) -> int:
             else:
                 write_atomic(target, content)
         except OSError as err:
-            return _fail(prog, describe_os_error(err, target))
+            return command.fail(describe_os_error(err, target))
         except KeyboardInterrupt:
-            return _interrupted(prog)
+            return command.interrupted()
     words = sum(len(s.forms) for s in sentences)
     print(
         f"{len(sentences):,} sentences, {words:,} words -> {out}"
@@ -229,18 +217,18 @@ def _predict_text(prog: str, args: argparse.Namespace) -> int:
 
 def evaluate(argv: Sequence[str] | None = None) -> int:
     """``bockparse-evaluate MODEL GOLD [--decoder NAME] [--exclude-punct ptb|ctb|upos]``."""
-    parser = argparse.ArgumentParser(
-        prog="bockparse-evaluate",
+    command = Command(
+        "bockparse-evaluate",
         description="UAS, LAS (base relations) and LCM of a trained parser on a gold CoNLL-U "
         "file, with the training conventions (punctuation included unless excluded), and the "
         "UPOS, XPOS, UFeats and AllTags accuracy of the tags it read (the gold file's own: "
         "100 %, as no parser predicts tags yet).",
     )
-    _model_argument(parser)
-    parser.add_argument("gold", help="gold CoNLL-U file (- for standard input)")
-    _decoder_argument(parser)
-    add_punct_argument(parser)
-    args = parser.parse_args(argv)
+    _model_argument(command)
+    command.add_argument("gold", help="gold CoNLL-U file (- for standard input)")
+    _decoder_argument(command)
+    add_punct_argument(command)
+    args = command.parse_args(argv)
     from ..parser import Parser
 
     try:
@@ -248,45 +236,45 @@ def evaluate(argv: Sequence[str] | None = None) -> int:
             args.gold, args.decoder, args.exclude_punct, args.batch_size
         )
     except (DataError, ValueError, OSError) as err:
-        return _fail(parser.prog, err)
+        return command.fail(err)
     except KeyboardInterrupt:
-        return _interrupted(parser.prog)
+        return command.interrupted()
     print(format_scores(result))
     return 0
 
 
 def export(argv: Sequence[str] | None = None) -> int:
     """``bockparse-export RUN --out MODEL``."""
-    parser = argparse.ArgumentParser(
-        prog="bockparse-export",
+    command = Command(
+        "bockparse-export",
         description="Write a run's best model as one slim model file: weights, vocabularies, "
         "model and encoder settings, tokenizer, run metadata; no optimiser state.",
     )
-    parser.add_argument("run", help="a run folder (its best.ckpt) or a checkpoint of a run")
-    parser.add_argument("--out", required=True, help="the model file to write (e.g. model.pt)")
-    args = parser.parse_args(argv)
+    command.add_argument("run", help="a run folder (its best.ckpt) or a checkpoint of a run")
+    command.add_argument("--out", required=True, help="the model file to write (e.g. model.pt)")
+    args = command.parse_args(argv)
     from ..parser import Parser
 
     if is_standard_stream(args.out):
-        return _fail(parser.prog, "--out -: a model file is not written to standard output; "
+        return command.fail("--out -: a model file is not written to standard output; "
                      "give a file name")  # fmt: skip
     if problem := output_problem(args.out, args.run):
-        return _fail(parser.prog, problem)
+        return command.fail(problem)
     try:
         model = Parser.load(args.run)
     except (DataError, ValueError, OSError) as err:
-        return _fail(parser.prog, err)
+        return command.fail(err)
     except KeyboardInterrupt:
-        return _interrupted(parser.prog)
+        return command.interrupted()
     try:
         size = model.save(args.out)
     except OSError as err:
-        return _fail(parser.prog, describe_os_error(err, args.out))
+        return command.fail(describe_os_error(err, args.out))
     except RuntimeError as err:  # torch's report of a failed write (save_failure)
         weights = model.scorer.state_dict().values()
         needed = sum(t.numel() * t.element_size() for t in weights)
-        return _fail(parser.prog, save_failure(err, needed, args.out))
+        return command.fail(save_failure(err, needed, args.out))
     except KeyboardInterrupt:
-        return _interrupted(parser.prog)
+        return command.interrupted()
     print(f"{args.out}: {size / 2**20:.1f} MiB (from {Path(args.run)})")
     return 0

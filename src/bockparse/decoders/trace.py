@@ -11,9 +11,7 @@ allowed), the procedure of the paper's example.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -134,31 +132,21 @@ def trace_bock(costs: np.ndarray, out=None) -> np.ndarray | None:
     return heads
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="bockparse-trace-bock", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument(
-        "file", nargs="?", type=Path, help="cost matrix file (default: the paper's example)"
-    )
-    args = parser.parse_args(argv)
-    try:
-        if args.file is None:
-            costs = parse_costs(PAPER_EXAMPLE, "<paper example>")
-        else:
-            try:
-                text = args.file.read_text(encoding="utf-8")
-            except OSError as err:
-                raise ValueError(f"{args.file}: cannot read: {err.strerror}") from None
-            costs = parse_costs(text, str(args.file))
-        if costs.shape[0] < 2:
-            raise ValueError("need at least the root and one word")
-        heads = trace_bock(costs)
-    except ValueError as err:
-        print(f"bockparse-trace-bock: {err}", file=sys.stderr)
-        return 2
-    return 0 if heads is not None else 1
+def trace_file(path: Path | None) -> np.ndarray | None:
+    """:func:`trace_bock` on the cost matrix in the file ``path`` (``None``: the paper's
+    example); the heads, or ``None`` when no tree exists.
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    Raises:
+        ValueError: the file cannot be read, or holds no cost matrix of at least two nodes.
+    """
+    if path is None:
+        costs = parse_costs(PAPER_EXAMPLE, "<paper example>")
+    else:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise ValueError(f"{path}: cannot read: {err.strerror}") from None
+        costs = parse_costs(text, str(path))
+    if costs.shape[0] < 2:
+        raise ValueError("need at least the root and one word")
+    return trace_bock(costs)

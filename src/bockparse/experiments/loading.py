@@ -19,6 +19,7 @@ from ..data.conllu import DataError, read_conllu
 from ..metrics import aligned_files, sentence_counts
 from ..model.outputs import ParserScores
 from ..parser import Parser
+from ..predict import sentence_rows
 from .runs import CONFIG_FILE, HYDRA_FILE, current_keys, prediction_file
 
 
@@ -137,7 +138,5 @@ def scored_sentences(run: LoadedRun, stage: str) -> Iterator[ScoredSentence]:
     """:func:`scored_batches` one sentence at a time, its arc scores cut to ``[N, N]``."""
     for batch, scores in scored_batches(run, stage):
         arc = scores.arc.detach().float().cpu().numpy()  # [B, M, M]
-        for b, (sid, n) in enumerate(
-            zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
-        ):
-            yield ScoredSentence(index=sid, arc=np.ascontiguousarray(arc[b, : n + 1, : n + 1]))
+        for sid, sentence_arc in sentence_rows(batch, arc):
+            yield ScoredSentence(index=sid, arc=np.ascontiguousarray(sentence_arc))

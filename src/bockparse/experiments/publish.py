@@ -28,18 +28,14 @@ may neither lie inside a folder given nor hold one.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import os
 import stat
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from .. import rundir
-from ..cli.outputs import inside_problem
 from ..rundir import write_atomic
-from .runs import METRICS_FILE, discover
+from .runs import METRICS_FILE
 
 _FILES = (rundir.METRICS, rundir.TIMING, rundir.ENVIRONMENT, rundir.TRAIN_LOG, rundir.CSV,
           rundir.CONFIG, rundir.HYDRA, rundir.OVERRIDES)  # fmt: skip
@@ -149,59 +145,3 @@ def publish_run(
         write_atomic(target, data)
         written.append(target)
     return written
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``bockparse-publish SWEEP_OR_RUN_DIR... --out DIR``."""
-    parser = argparse.ArgumentParser(
-        prog="bockparse-publish",
-        description="Copy finished runs' metrics, logs, configs and compressed predictions "
-        "(never checkpoints) into DIR, each under its path relative to the folder given.",
-    )
-    parser.add_argument("runs", nargs="+", metavar="DIR", help="sweep or run folders")
-    parser.add_argument("--out", required=True, metavar="DIR")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        what = "a symlink" if out.is_symlink() else "not a folder"
-        print(f"bockparse-publish: --out {out} is {what}: publish writes into real folders only",
-              file=sys.stderr)  # fmt: skip
-        return 1
-    for given in args.runs:
-        problem = inside_problem(out, [(given, given)], "the folder")
-        if problem is None and Path(given).resolve().is_relative_to(out.resolve()):
-            problem = f"--out {out} holds the folder {given}, which is read: write outside it"
-        if problem is not None:
-            print(f"bockparse-publish: {problem}", file=sys.stderr)
-            return 1
-    skipped = 0
-    for given in args.runs:
-        root = Path(given)
-        try:
-            found = discover([root])
-        except FileNotFoundError as err:
-            print(f"bockparse-publish: {err}", file=sys.stderr)
-            return 2
-        for run in found.runs:
-            relative = run.path.relative_to(root) if run.path != root else Path(root.name)
-            try:
-                written = publish_run(run.path, out / relative, out)
-            except FileNotFoundError as err:
-                print(f"bockparse-publish: skipped {err}", file=sys.stderr)
-                skipped += 1
-                continue
-            except ValueError as err:
-                print(f"bockparse-publish: refused {run.path}: {err}", file=sys.stderr)
-                skipped += 1
-                continue
-            except OSError as err:
-                print(f"bockparse-publish: {rundir.describe_os_error(err, err.filename or out)}",
-                      file=sys.stderr)  # fmt: skip
-                return 1
-            size = sum(p.stat().st_size for p in written)
-            print(f"{run.path} -> {out / relative} ({len(written)} files, {size:,} bytes)")
-    return 1 if skipped else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,18 +12,14 @@ means for PTB and CTB.
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..cli.outputs import out_folder_problem
 from ..data.conllu import DataError
-from ..metrics import NAMES, PUNCT_EXCLUSIONS, evaluate_files, punct_exclusion
+from ..metrics import NAMES, evaluate_files, punct_exclusion
 from .loading import gold_file
-from .runs import Discovery, Run, discover, prediction_file
-from .table import aggregate, render, write_csv
+from .runs import Discovery, Run, prediction_file
+from .table import Group, aggregate, render, write_csv
 
 # Appendix B: test LAS and LCM under the POS-based punctuation exclusions (no UAS given).
 PAPER_PUNCT_EXCLUDED: dict[str, dict[str, tuple[float | None, float | None, float | None]]] = {
@@ -65,38 +61,16 @@ def reevaluate(run: Run, stage: str, exclude: str) -> tuple[Run, float | None]:
     return replace(run, metrics=metrics), max(gaps) if gaps else None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``bockparse-reeval RUN_DIR... [--exclude-punct auto|ptb|ctb|upos] [--out DIR]``."""
-    parser = argparse.ArgumentParser(
-        prog="bockparse-reeval",
-        description="Re-evaluate saved predictions with punctuation excluded (no retraining); "
-        "Table 1 layout.",
-    )
-    parser.add_argument(
-        "runs",
-        nargs="+",
-        metavar="RUN_DIR",
-        help="run folders or sweep folders (searched recursively)",
-    )
-    parser.add_argument(
-        "--exclude-punct",
-        default="auto",
-        choices=["auto", *sorted(PUNCT_EXCLUSIONS)],
-        help="auto: from each run's data config (punct_field, punct_tags)",
-    )
-    parser.add_argument("--stage", choices=("test", "val"), default="test")
-    parser.add_argument(
-        "--out", metavar="DIR", default=None, help="write table1-punct.md and table1-punct.csv here"
-    )
-    args = parser.parse_args(argv)
-    try:
-        found = discover(args.runs)
-    except FileNotFoundError as err:
-        print(f"bockparse-reeval: {err}", file=sys.stderr)
-        return 2
-    if problem := out_folder_problem(args.out, [run.path for run in found.runs]):
-        print(f"bockparse-reeval: {problem}", file=sys.stderr)
-        return 2
+def punct_report(found: Discovery, stage: str, exclude: str) -> tuple[str, list[Group], list[str]]:
+    """Every run of ``found`` re-evaluated (:func:`reevaluate`; a failed or unreadable run is
+    listed as failed) and aggregated in Table 1's layout beside the paper's
+    punctuation-excluded means.
+
+    Returns:
+        The printed report (the table, then the check of the saved files), its groups, and the
+        runs whose punctuation-included re-evaluation differs from ``metrics.json`` by more than
+        :data:`TOLERANCE` (the check's failures; none when the saved files are consistent).
+    """
     runs, notes, worst = [], [], 0.0
     used: set[str] = set()
     for run in found.runs:
@@ -104,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs.append(run)
             continue
         try:
-            new, gap = reevaluate(run, args.stage, args.exclude_punct)
+            new, gap = reevaluate(run, stage, exclude)
         except (DataError, ValueError, OSError) as err:
             runs.append(replace(run, metrics=None, error=f"re-evaluation failed: {err}"))
             continue
@@ -117,12 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"metrics.json by {gap:.6f} points"
                 )
         runs.append(new)
-    if not runs:
-        print(f"bockparse-reeval: no run folders under {', '.join(args.runs)}", file=sys.stderr)
-        return 2
     groups = aggregate(
         Discovery(runs, found.sweep_seeds),
-        stage=args.stage,
+        stage=stage,
         paper=PAPER_PUNCT_EXCLUDED,
         paper_paired={},
     )
@@ -136,15 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not notes
         else "Check FAILED:\n" + "\n".join(f"- {n}" for n in notes)
     )
-    text = render(groups, args.stage, "table1", note) + "\n" + check + "\n"
-    print(text, end="", flush=True)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "table1-punct.md").write_text(text, encoding="utf-8")
-        write_csv(groups, out / "table1-punct.csv", args.stage)
-    return 1 if notes else 0
+    return render(groups, stage, "table1", note) + "\n" + check + "\n", groups, notes
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def write_punct_report(groups: list[Group], text: str, out: str | Path, stage: str) -> None:
+    """Write the report ``text`` as ``table1-punct.md`` and its CSV as ``table1-punct.csv``
+    into the folder ``out`` (made if missing)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table1-punct.md").write_text(text, encoding="utf-8")
+    write_csv(groups, out / "table1-punct.csv", stage)

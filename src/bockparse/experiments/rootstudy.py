@@ -12,19 +12,16 @@ trees); percentages are over the trees returned. The K-best lists are prefixes o
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..cli.outputs import out_folder_problem
 from ..decoders import decode, get_decoder, kbest
-from .loading import load_run, scored_sentences
+from .loading import LoadedRun, scored_sentences
 
 KS = (5, 10, 20, 50)
 
@@ -125,64 +122,28 @@ def to_markdown(rows: Sequence[dict[str, Any]], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``bockparse-rootstudy RUN_DIR [--stage val] [--k 5 10 20 50] [--out DIR]``."""
-    parser = argparse.ArgumentParser(
-        prog="bockparse-rootstudy",
-        description="Percentage of 1-best and K-best trees violating the single-root "
-        "constraint without it, against root-constrained decoding (Zmigrod et al. 2021, "
-        "Fig. 1), on a trained model's fixed scores.",
-    )
-    parser.add_argument("run", metavar="RUN_DIR")
-    parser.add_argument("--stage", choices=("val", "test"), default="val")
-    parser.add_argument("--k", nargs="+", type=int, default=list(KS))
-    parser.add_argument("--decoder", default=None, help="1-best decoder (default: the run's)")
-    parser.add_argument("--max-sentences", type=int, default=None, help="the first N only")
-    parser.add_argument(
-        "--out", metavar="DIR", default=None, help="write rootstudy.md/.csv/.json/.png here"
-    )
-    args = parser.parse_args(argv)
-    if problem := out_folder_problem(args.out, [args.run]):
-        print(f"bockparse-rootstudy: {problem}", file=sys.stderr)
-        return 1
-    try:
-        run = load_run(args.run)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"bockparse-rootstudy: {err}", file=sys.stderr)
-        return 1
-    decoder = args.decoder or str(run.cfg.decoder)
-    matrices = []
-    for sentence in scored_sentences(run, args.stage):
-        matrices.append((sentence.index, sentence.arc))
-    matrices.sort(key=lambda item: item[0])  # file order, so --max-sentences is reproducible
-    if args.max_sentences is not None:
-        matrices = matrices[: args.max_sentences]
-    try:
-        rows = study_matrices([m for _, m in matrices], args.k, decoder)
-    except ValueError as err:
-        print(f"bockparse-rootstudy: {err}", file=sys.stderr)
-        return 1
-    title = (
-        f"Root-constraint violations on {args.run} ({run.cfg.name}, seed "
-        f"{run.cfg.seed}), {args.stage} scores, {len(matrices)} sentences; 1-best by "
-        f"{decoder}, K-best by bockparse.decoders.kbest."
-    )
-    text = to_markdown(rows, title)
-    print(text, end="", flush=True)
-    if args.out:
-        from .plots import plot_root_violations
-
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "rootstudy.md").write_text(text, encoding="utf-8")
-        (out / "rootstudy.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-        with open(out / "rootstudy.csv", "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        plot_root_violations(rows, out / "rootstudy.png", title=f"{args.run}: {args.stage}")
-    return 0
+def run_matrices(run: LoadedRun, stage: str, max_sentences: int | None = None) -> list[np.ndarray]:
+    """The arc score matrices of a run's split (:func:`scored_sentences`) in file order, so
+    that the first ``max_sentences`` (all when ``None``) are the same on every call."""
+    matrices = [(sentence.index, sentence.arc) for sentence in scored_sentences(run, stage)]
+    matrices.sort(key=lambda item: item[0])
+    if max_sentences is not None:
+        matrices = matrices[:max_sentences]
+    return [m for _, m in matrices]
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def write_study(rows: Sequence[dict[str, Any]], text: str, out: str | Path, title: str) -> None:
+    """Write the printed report ``text`` as ``rootstudy.md``, the ``rows`` of
+    :func:`study_matrices` as ``rootstudy.json`` and ``.csv``, and their plot titled ``title``
+    as ``rootstudy.png`` into the folder ``out`` (made if missing)."""
+    from .plots import plot_root_violations
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rootstudy.md").write_text(text, encoding="utf-8")
+    (out / "rootstudy.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    with open(out / "rootstudy.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    plot_root_violations(rows, out / "rootstudy.png", title=title)

@@ -18,11 +18,9 @@ is compared, raw otherwise. Tree scores are sums over the matrices the decoders 
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import logging
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,12 +28,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..cli.outputs import out_folder_problem
 from ..data.vocab import base_relation_ids
 from ..decoders import get_decoder, tree_score
 from ..losses.common import normalized_arc_scores
 from ..metrics import COUNTS, batch_counts, check_punct_exclusion, rates
-from ..predict import predict_trees
+from ..predict import predict_trees, sentence_rows
 from .loading import LoadedRun, load_run, scored_batches
 from .runs import prediction_file
 
@@ -113,17 +110,16 @@ def compare(
     for batch, scored in scored_batches(run, stage):
         if scores == "log-softmax":
             scored = scored.with_arc(normalized_arc_scores(scored.arc, batch.mask))
-        ids, lengths = batch.sentence_ids.tolist(), batch.lengths.tolist()
-        order += ids
+        order += batch.sentence_ids.tolist()
         arc = scored.arc.detach().float().cpu().numpy()  # [B, M, M], what the decoders see
         for name in decoders:
             h, r = predict_trees(scored, batch.lengths, name)
             found = batch_counts(h, r, batch, base_of.to(r.device), exclude is not None)
             counts[name] += found.cpu().numpy()
             h, r = h.cpu().numpy(), r.cpu().numpy()
-            for b, (sid, n) in enumerate(zip(ids, lengths, strict=True)):
-                heads[name][sid], labels[name][sid] = h[b, : n + 1], r[b, : n + 1]
-                values[name][sid] = tree_score(arc[b, : n + 1, : n + 1], h[b, : n + 1])
+            for sid, head_row, rel_row, arc_rows in sentence_rows(batch, h, r, arc):
+                heads[name][sid], labels[name][sid] = head_row, rel_row
+                values[name][sid] = tree_score(arc_rows, head_row)
     total = len(order)
     pairs = []
     for a, b in itertools.combinations(decoders, 2):
@@ -234,65 +230,10 @@ def to_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``bockparse-substitute RUN_DIR... [--decoders ...] [--stages val test] [--out DIR]``."""
-    parser = argparse.ArgumentParser(
-        prog="bockparse-substitute",
-        description="Decode a trained model's fixed dev/test scores with several decoders and "
-        "count identical heads, labels and tree scores per pair.",
-    )
-    parser.add_argument("runs", nargs="+", metavar="RUN_DIR")
-    parser.add_argument(
-        "--decoders",
-        nargs="+",
-        default=None,
-        help=f"registry names (default: {' '.join(SUBSTITUTED)}, and "
-        f"{' '.join(OPTIONAL_DECODERS)} when registered)",
-    )
-    parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
-    parser.add_argument(
-        "--scores",
-        choices=SCORES,
-        default="auto",
-        help="the matrices decoded: the scorer's arc scores, or their log-softmax over heads "
-        "as Stanza decodes (auto: log-softmax when stanza-cle is compared)",
-    )
-    parser.add_argument(
-        "--out",
-        metavar="DIR",
-        default=None,
-        help="write substitution.md and substitution.json here",
-    )
-    args = parser.parse_args(argv)
-    if problem := out_folder_problem(args.out, args.runs):
-        print(f"bockparse-substitute: {problem}", file=sys.stderr)
-        return 1
-    reports, texts = [], []
-    for run_dir in args.runs:
-        try:
-            report = substitute(run_dir, args.stages, args.decoders, args.scores)
-        except (FileNotFoundError, ValueError) as err:
-            print(f"bockparse-substitute: {err}", file=sys.stderr)
-            return 1
-        if report["condition"] != "local-ce" and not report["condition"].startswith("local-ce"):
-            print(
-                f"bockparse-substitute: note: {run_dir} is a {report['condition']} run; the "
-                "paper substitutes decoders in local-CE models",
-                file=sys.stderr,
-            )
-        reports.append(report)
-        texts.append(to_markdown(report))
-    text = "\n".join(texts)
-    print(text, end="")
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "substitution.md").write_text(text, encoding="utf-8")
-        (out / "substitution.json").write_text(
-            json.dumps(reports, indent=2) + "\n", encoding="utf-8"
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def write_reports(reports: Sequence[dict[str, Any]], text: str, out: str | Path) -> None:
+    """Write the printed report ``text`` as ``substitution.md`` and the ``reports`` of
+    :func:`substitute` as ``substitution.json`` into the folder ``out`` (made if missing)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "substitution.md").write_text(text, encoding="utf-8")
+    (out / "substitution.json").write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")

@@ -18,18 +18,14 @@ table1`` the Table 1 preset (its three conditions and the paper's seeds 1111, 22
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
 import statistics
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..cli.outputs import out_folder_problem
-from ..data.conllu import DataError
 from ..rundir import write_atomic
 from .rows import (
     LOSS_LABELS,
@@ -39,7 +35,7 @@ from .rows import (
     row_label,
     row_order,
 )
-from .runs import Discovery, Run, discover, metric, plateau, resumes
+from .runs import Discovery, Run, metric, plateau, resumes
 from .stats import (
     PairedTest,
     bootstrap_interval,
@@ -670,63 +666,7 @@ def _num(value: float | None) -> str:
     return "" if value is None or not math.isfinite(value) else repr(value)
 
 
-# -- command line ----------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="bockparse-table",
-        description="Table 1 (mean ± sample std over seeds, paired LAS differences) or the "
-        "loss × decoder grid from bockparse-train run folders.",
-    )
-    parser.add_argument(
-        "runs",
-        nargs="+",
-        metavar="RUN_DIR",
-        help="run folders or sweep folders (searched recursively)",
-    )
-    parser.add_argument(
-        "--out",
-        metavar="DIR",
-        default=None,
-        help="also write table1.md/.csv (or ablation.md/.csv) and the plots here",
-    )
-    parser.add_argument("--stage", choices=("test", "val"), default="test")
-    parser.add_argument("--layout", choices=("table1", "grid"), default="table1")
-    parser.add_argument(
-        "--seeds",
-        default=None,
-        help="comma-separated seeds every row should have (default: those "
-        "seen, swept, and for table1-* the paper's)",
-    )
-    parser.add_argument("--no-plots", action="store_true", help="with --out: tables only")
-    parser.add_argument(
-        "--environment",
-        action="store_true",
-        help="also list where each run ran (precision and why, CPU, bf16 flags, torch)",
-    )
-    parser.add_argument(
-        "--bootstrap",
-        type=int,
-        metavar="N",
-        default=0,
-        help="also give each cell's sentence-level bootstrap interval of LAS, N resamples "
-        "(reads the saved predictions and the gold files; with --out: table1-bootstrap.md)",
-    )
-    parser.add_argument(
-        "--expect",
-        choices=sorted(EXPECT),
-        default=None,
-        help="also expect a preset's rows and seeds (table1: its three conditions, seeds "
-        "1111, 2222, 3333); default: the grid of conditions and seeds that was run",
-    )
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="exit with status 1 when a run is missing (from the grid run, or the --expect "
-        "preset) or failed",
-    )
-    return parser
+# -- the report ------------------------------------------------------------------------------
 
 
 def render(groups: Sequence[Group], stage: str, layout: str, note: str = "") -> str:
@@ -745,62 +685,32 @@ def render(groups: Sequence[Group], stage: str, layout: str, note: str = "") -> 
     return body + "\n\n" + runs_markdown(groups) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``bockparse-table RUN_DIR... [--out DIR] [--stage test|val] [--layout table1|grid]``."""
-    args = build_parser().parse_args(argv)
-    seeds = None
-    if args.seeds:
-        try:
-            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-        except ValueError:
-            print(f"bockparse-table: --seeds must be integers, got {args.seeds!r}", file=sys.stderr)
-            return 2
-    try:
-        found = discover(args.runs)
-    except FileNotFoundError as err:
-        print(f"bockparse-table: {err}", file=sys.stderr)
-        return 2
-    if not found.runs:
-        print(f"bockparse-table: no run folders under {', '.join(args.runs)}", file=sys.stderr)
-        return 2
-    if problem := out_folder_problem(args.out, [run.path for run in found.runs]):
-        print(f"bockparse-table: {problem}", file=sys.stderr)
-        return 2
-    if args.expect and args.layout != "table1":
-        print(f"bockparse-table: --expect {args.expect} needs --layout table1", file=sys.stderr)
-        return 2
-    groups = aggregate(found, stage=args.stage, layout=args.layout, seeds=seeds, expect=args.expect)
-    text = render(groups, args.stage, args.layout)
-    if args.environment:
-        text += "\n" + environment_markdown(groups) + "\n"
-    print(text, end="", flush=True)
-    boot = None
-    if args.bootstrap > 0:
-        try:
-            boot = bootstrap_markdown(groups, args.stage, args.bootstrap) + "\n"
-        except DataError as err:
-            print(f"bockparse-table: --bootstrap: {err}", file=sys.stderr)
-            return 1
-        print("\n" + boot, end="", flush=True)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        name = "ablation" if args.layout == "grid" else "table1"
-        write_atomic(out / f"{name}.md", text)
-        write_csv(groups, out / f"{name}.csv", args.stage)
-        written = [out / f"{name}.md", out / f"{name}.csv"]
-        if boot is not None:
-            write_atomic(out / f"{name}-bootstrap.md", boot)
-            written.append(out / f"{name}-bootstrap.md")
-        if not args.no_plots:
-            from .plots import plot_dev_curves, plot_table1
+def write_report(
+    groups: Sequence[Group],
+    out: str | Path,
+    stage: str,
+    layout: str,
+    text: str,
+    bootstrap: str | None = None,
+    plots: bool = True,
+) -> list[Path]:
+    """Write the printed report ``text`` into the folder ``out`` (made if missing) as
+    ``table1.md`` (``ablation.md`` for the grid) beside the CSV (:func:`write_csv`), the
+    ``bootstrap`` report as ``table1-bootstrap.md`` when given, and with ``plots`` the
+    development curves and (Table 1 layout) the table's plot; the files written, in order."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = "ablation" if layout == "grid" else "table1"
+    write_atomic(out / f"{name}.md", text)
+    write_csv(groups, out / f"{name}.csv", stage)
+    written = [out / f"{name}.md", out / f"{name}.csv"]
+    if bootstrap is not None:
+        write_atomic(out / f"{name}-bootstrap.md", bootstrap)
+        written.append(out / f"{name}-bootstrap.md")
+    if plots:
+        from .plots import plot_dev_curves, plot_table1
 
-            written.append(plot_dev_curves(groups, out / "dev_las.png"))
-            if args.layout == "table1":
-                written.append(plot_table1(groups, out / "table1.png", stage=args.stage))
-        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
-    return 1 if args.strict and problems(groups) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        written.append(plot_dev_curves(groups, out / "dev_las.png"))
+        if layout == "table1":
+            written.append(plot_table1(groups, out / "table1.png", stage=stage))
+    return written

@@ -33,7 +33,7 @@ from ..decoders import get_decoder
 from ..hardware import AUTO, AUTOCAST_DTYPES, resolve_precision, warn_if_emulated
 from ..metrics import COUNTS, batch_counts, scores, tag_counts
 from ..modelfile import ModelError
-from ..predict import predict_trees
+from ..predict import predict_trees, sentence_rows
 from . import files
 from .files import FORMAT, FORMAT_VERSION, Loaded
 from .inputs import (
@@ -307,12 +307,10 @@ class Parser:
         itos = self.relations
         with progress_report(progress, len(sentences)) as report:
             for batch, heads, rels in self._trees(sentences, decoder, batch_size, report):
-                heads, rels = heads.cpu().tolist(), rels.cpu().tolist()
-                for b, (sid, n) in enumerate(
-                    zip(batch.sentence_ids.tolist(), batch.lengths.tolist(), strict=True)
-                ):
-                    labels = [itos[r] for r in rels[b][1 : n + 1]]
-                    out[sid] = parsed(sentences[sid], heads[b][1 : n + 1], labels)
+                rows = sentence_rows(batch, heads.cpu().numpy(), rels.cpu().numpy())
+                for sid, head_row, rel_row in rows:
+                    labels = [itos[r] for r in rel_row[1:].tolist()]
+                    out[sid] = parsed(sentences[sid], head_row[1:].tolist(), labels)
         return out
 
     def evaluate(

@@ -321,7 +321,8 @@ def range_problems(config: DictConfig) -> list[str]:
 
 # The loss classes of conf/loss/ (the transition parser's last).
 LOSSES = ("bockparse.losses.StructuredHinge", "bockparse.losses.TreeCRF",
-          "bockparse.losses.LocalCrossEntropy", "bockparse.losses.transition.TransitionLoss")  # fmt: skip
+          "bockparse.losses.LocalCrossEntropy",
+          "bockparse.losses.transition.TransitionLoss")  # fmt: skip
 TRANSITION_LOSS = LOSSES[-1]
 
 

@@ -11,6 +11,7 @@ import lightning.pytorch as pl
 import torch
 
 from ..data.batch import Batch
+from ..predict import sentence_rows
 
 EVAL_STAGES = ("val", "test")
 
@@ -33,11 +34,10 @@ class PredictionWriter(pl.Callback):
     def _keep(self, stage: str, batch: Batch, outputs: Any) -> None:
         heads, rels = (t.cpu() for t in outputs)
         done = self.trees[stage]
-        for b, (sid, n) in enumerate(zip(batch.sentence_ids.tolist(), batch.lengths.tolist(),
-                                         strict=True)):  # fmt: skip
+        for sid, head_row, rel_row in sentence_rows(batch, heads, rels):
             if sid in done:
                 raise RuntimeError(f"{stage}: sentence {sid} predicted twice in one epoch")
-            done[sid] = (heads[b, : n + 1], rels[b, : n + 1])
+            done[sid] = (head_row, rel_row)
 
     def _gather(self, trainer: pl.Trainer, module: pl.LightningModule, stage: str) -> None:
         """Under DDP, give every rank the trees of all ranks (Lightning's ``all_gather``).

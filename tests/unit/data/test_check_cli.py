@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bockparse.data.check import main
+from bockparse.cli.data import check as main
 
 
 def test_valid_files_exit_0(fixtures: Path, capsys: pytest.CaptureFixture[str]) -> None:

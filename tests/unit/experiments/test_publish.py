@@ -10,8 +10,9 @@ import shutil
 import pytest
 from test_reeval import FIXTURE, _run
 
+from bockparse.cli.experiments import publish as main
 from bockparse.data.conllu import DataError, parse_conllu
-from bockparse.experiments.publish import main, publish_run
+from bockparse.experiments.publish import publish_run
 from bockparse.experiments.reeval import reevaluate
 from bockparse.experiments.runs import prediction_file, read_run
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from bockparse.experiments.reeval import PAPER_PUNCT_EXCLUDED, main
+from bockparse.cli.experiments import reeval as main
+from bockparse.experiments.reeval import PAPER_PUNCT_EXCLUDED
 from bockparse.metrics import evaluate_files, punct_exclusion
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "conllu" / "valid" / "basic.conllu"

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 
+from bockparse.cli.experiments import rootstudy
+from bockparse.experiments import loading
+from bockparse.experiments import rootstudy as study
 from bockparse.experiments.rootstudy import root_children, study_matrices
 
 
@@ -64,3 +69,25 @@ def test_violations_match_brute_force():
 def test_bad_k():
     with pytest.raises(ValueError, match="K must be"):
         study_matrices([np.zeros((3, 3))], ks=(0,))
+
+
+def test_command_studies_the_first_sentences_in_file_order(tmp_path, monkeypatch, capsys):
+    """``bockparse-rootstudy``: the run's sentences sorted into file order before
+    ``--max-sentences`` cuts them; the report printed and written with its rows and plot."""
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(5)
+    matrices = {i: rng.normal(size=(4, 4)).astype(np.float32) for i in range(4)}
+    cfg = OmegaConf.create({"decoder": "cle", "name": "local-ce-cle", "seed": 1})
+    run = loading.LoadedRun(tmp_path / "run", cfg, parser=None)
+    monkeypatch.setattr(loading, "load_run", lambda path: run)
+    shuffled = [loading.ScoredSentence(index=i, arc=matrices[i]) for i in (3, 0, 2, 1)]
+    monkeypatch.setattr(study, "scored_sentences", lambda run, stage: iter(shuffled))
+    out = tmp_path / "out"
+    argv = [str(tmp_path / "run"), "--k", "2", "--max-sentences", "2", "--out", str(out)]
+    assert rootstudy(argv) == 0
+    expected = study_matrices([matrices[0], matrices[1]], (2,), "cle")
+    assert json.loads((out / "rootstudy.json").read_text(encoding="utf-8")) == expected
+    printed = capsys.readouterr().out
+    assert "2 sentences; 1-best by cle" in printed
+    assert (out / "rootstudy.md").read_text(encoding="utf-8") == printed
+    assert (out / "rootstudy.csv").is_file() and (out / "rootstudy.png").is_file()

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from bockparse.cli.experiments import table as main
 from bockparse.experiments.runs import Plateau, Resume, discover, plateau, resumes
 from bockparse.experiments.table import (
     PAPER_MEANS,
     aggregate,
     fmt_cell,
     fmt_difference,
-    main,
     paired_differences,
     summarize,
     table1_markdown,

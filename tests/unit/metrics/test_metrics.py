@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from bockparse.attachment import AttachmentScores
+from bockparse.cli.metrics import eval_files as main
 from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
 from bockparse.data.conllu import DataError
 from bockparse.data.vocab import base_relation, base_relation_ids
@@ -20,7 +21,6 @@ from bockparse.metrics import (
     check_punct_exclusion,
     evaluate_files,
     is_punct,
-    main,
     rates,
     sentence_counts,
     universal_feats,

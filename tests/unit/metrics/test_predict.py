@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
+from bockparse.data.batch import Batch
 from bockparse.decoders import decode
 from bockparse.model.outputs import ParserScores
-from bockparse.predict import predict_trees
+from bockparse.predict import predict_trees, sentence_rows
 
 
 @pytest.mark.parametrize("decoder", ["cle", "tarjan", "eisner"])
@@ -75,3 +78,22 @@ def test_relation_scores_read_later_are_computed_as_when_the_scores_were_made():
     assert torch.equal(lazy.rel, eager) and lazy.rel.is_inference()
     moved = lazy.with_arc(torch.ones(2, 6, 6))
     assert torch.equal(moved.rel, eager) and not torch.equal(moved.arc, lazy.arc)
+
+
+def test_sentence_rows_cut_padded_rows_into_per_sentence_trees():
+    """Padded ``[B, N]`` rows and ``[B, N, N]`` matrices back to each sentence's ``n + 1``
+    positions, with its sentence id, for tensors and arrays alike; no padding kept."""
+    lengths, ids = torch.tensor([2, 4, 1]), torch.tensor([7, 0, 3])
+    unused = torch.zeros(0)
+    batch = Batch(**{f.name: unused for f in dataclasses.fields(Batch)}
+                  | {"lengths": lengths, "sentence_ids": ids})  # fmt: skip
+    heads = torch.tensor([[-1, 2, 0, -1, -1], [-1, 0, 1, 2, 3], [-1, 0, -1, -1, -1]])
+    rels = heads + 10
+    arc = np.arange(3 * 5 * 5).reshape(3, 5, 5)
+    rows = list(sentence_rows(batch, heads, rels, arc))
+    assert [r[0] for r in rows] == [7, 0, 3]
+    for (_, head_row, rel_row, arc_rows), b, n in zip(rows, range(3), [2, 4, 1], strict=True):
+        assert head_row.tolist() == heads[b, : n + 1].tolist() and -1 not in head_row[1:]
+        assert torch.equal(rel_row, head_row + 10)
+        assert arc_rows.shape == (n + 1, n + 1) and (arc_rows == arc[b, : n + 1, : n + 1]).all()
+        assert np.shares_memory(arc_rows, arc)  # a view: cutting copies nothing

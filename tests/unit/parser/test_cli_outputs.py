@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from bockparse.cli.data import check as check_cli
+from bockparse.cli.metrics import eval_files as eval_cli
 from bockparse.cli.parser import evaluate as evaluate_cli
 from bockparse.cli.parser import export as export_cli
 from bockparse.cli.parser import predict as predict_cli
-from bockparse.data.check import main as check_cli
-from bockparse.metrics import main as eval_cli
 from bockparse.parser import Parser
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
@@ -210,19 +210,19 @@ def test_a_model_that_never_saw_the_labels_or_tags_warns_in_one_line(untrained, 
 
 
 def test_the_experiment_commands_refuse_an_output_inside_a_run_they_read(tmp_path, capsys):
-    from bockparse.experiments import reeval, rootstudy, substitute, table
+    from bockparse.cli.experiments import reeval, rootstudy, substitute, table
 
     sweep = tmp_path / "multirun"
     run = _run_folder(sweep / "smoke" / "hinge-bock" / "seed1")
     out = run / "tables"
-    cases = [(table.main, sweep, 2), (reeval.main, sweep, 2), (substitute.main, run, 1),
-             (rootstudy.main, run, 1)]  # fmt: skip
+    cases = [(table, sweep, 2), (reeval, sweep, 2), (substitute, run, 1),
+             (rootstudy, run, 1)]  # fmt: skip
     for command, given, status in cases:
         assert command([str(given), "--out", str(out)]) == status
         line = _line(capsys)
         assert f"--out {out} is inside the run folder {run}, which is read" in line, line
     assert not out.exists()
-    assert table.main([str(sweep), "--out", str(sweep / "table"), "--no-plots"]) == 0  # make sweep
+    assert table([str(sweep), "--out", str(sweep / "table"), "--no-plots"]) == 0  # make sweep
     assert (sweep / "table" / "table1.md").is_file()
 
 
