@@ -1,6 +1,7 @@
-"""Experiments over trained runs: Table 1, decoder substitution, punctuation re-evaluation, the
-root-constraint study and plots.
+"""Experiments over trained runs: Table 1 and its statistics, the stop-time analysis, decoder
+substitution, punctuation re-evaluation, the root-constraint study, plots, and publishing.
 
-Entry points: ``bockparse-table`` (:mod:`.table`), ``bockparse-substitute`` (:mod:`.substitute`),
-``bockparse-reeval`` (:mod:`.reeval`), ``bockparse-rootstudy`` (:mod:`.rootstudy`).
+The work lives here (:mod:`.table`, :mod:`.stopping`, :mod:`.substitute`, :mod:`.reeval`,
+:mod:`.rootstudy`, :mod:`.publish`); the console scripts over it (``bockparse-table``,
+``-substitute``, ``-reeval``, ``-rootstudy``, ``-publish``) are in :mod:`bockparse.cli.experiments`.
 """
