@@ -48,10 +48,11 @@ def train(run_dir: Path, *overrides: str, kill_when=None) -> subprocess.Complete
     return None
 
 
-def schedule_lines(log: Path) -> list[str]:
-    """The schedule's decisions in a rank's log, without the time stamps."""
+def schedule_lines(log: Path, logger: str = "bockparse.training.schedule") -> list[str]:
+    """The schedule's decisions (or another logger's lines) in a rank's log, without the time
+    stamps."""
     lines = log.read_text(encoding="utf-8").splitlines()
-    return [line.split(" - ", 1)[1] for line in lines if "[bockparse.training.schedule]" in line]
+    return [line.split(" - ", 1)[1] for line in lines if f"[{logger}]" in line]
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +125,8 @@ def test_a_killed_ddp_run_resumes(tmp_path):
     # bit for bit: each rank got its own generators back, and the run ends where one that was
     # never killed ends
     for rank_log in ("train.log", "train_ddp_process_1.log"):
-        assert any(line.startswith(RESUMED_EXACTLY) for line in schedule_lines(tmp_path / rank_log))
+        written = schedule_lines(tmp_path / rank_log, "bockparse.training.checkpoints")
+        assert any(line.startswith(RESUMED_EXACTLY) for line in written)
     once = tmp_path / "once"
     proc = train(once, *DDP, *budget, "condition=local-ce")
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -24,7 +24,7 @@ from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
 from ..modelfile import ModelError, UnsafeFileError, load_tensors
-from .checkpoints import ScheduleCallback
+from .checkpoints import STATE_KEY, CheckpointWriter
 from .checks import MAX_UPDATES, PRECISIONS
 from .clock import RunClock
 
@@ -100,8 +100,7 @@ def _folder(path: str) -> str:
 
 
 # The callbacks whose state last.ckpt carries, with the check of that state.
-CALLBACK_STATES = {"ScheduleCallback": ScheduleCallback.state_problem,
-                   "RunClock": RunClock.state_problem}  # fmt: skip
+CALLBACK_STATES = {STATE_KEY: CheckpointWriter.state_problem, "RunClock": RunClock.state_problem}
 
 
 def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
