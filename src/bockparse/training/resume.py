@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import re
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import lightning.pytorch as pl
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
+from ..data.vocab import SPECIALS, UNK_INDEX, UNKNOWN_REL, Vocabs
 from ..modelfile import ModelError, UnsafeFileError, load_tensors
 from .checkpoints import STATE_KEY, CheckpointWriter
 from .checks import MAX_UPDATES, PRECISIONS
@@ -108,7 +110,8 @@ def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
     data) could not have been written by a run with ``cfg``: the update count, the saved
     config's precision, the schedule (validated as a new schedule of ``cfg.optim.schedule``
     would hold it: :meth:`StanzaSchedule.state_problem`), the module's decoding time and the
-    callbacks' states (:data:`CALLBACK_STATES`); ``None`` when all of it can be applied."""
+    callbacks' states (:data:`CALLBACK_STATES`), the training loader's place in its epoch and
+    the vocabularies; ``None`` when all of it can be applied."""
     step = checkpoint.get("global_step")
     if type(step) is not int or not 0 <= step <= MAX_UPDATES:
         return f"global_step={shown(step)}: must be an integer from 0 to {MAX_UPDATES}"
@@ -139,6 +142,77 @@ def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
     for name, problem_of in CALLBACK_STATES.items():
         if name in callbacks and (problem := problem_of(callbacks[name])):
             return f"callbacks.{name}: {problem}"
+    if problem := _loader_problem(checkpoint, step):
+        return problem
+    if DATA_KEY in checkpoint and (problem := _vocabs_problem(checkpoint[DATA_KEY])):
+        return f"{DATA_KEY}.{problem}"
+    return None
+
+
+# Where Lightning's loop state keeps the state of each training loader: the training loader's
+# place in its epoch (bockparse.data.datamodule.TrainLoader.state_dict).
+LOADER_PATH = ("loops", "fit_loop", "state_dict", "combined_loader")
+LOADER_KEYS = ("epoch", "batches")
+
+
+def _loader_problem(checkpoint: dict[str, Any], step: int) -> str | None:
+    """Why the training loader's place in ``checkpoint`` (:data:`LOADER_PATH`) cannot be the
+    one a run of ``step`` updates saved: one ``{"epoch": e, "batches": b}`` with ``e`` and
+    ``b`` at most ``step`` (every epoch and every batch served is at least one update); absent
+    or empty (a ``last.ckpt`` of a bockparse without resumable loaders) is accepted."""
+    node: Any = checkpoint
+    for depth, key in enumerate(LOADER_PATH):
+        if not isinstance(node, dict):
+            return f"{'.'.join(LOADER_PATH[:depth])}: must be a mapping"
+        if key not in node:
+            return None
+        node = node[key]
+    where = ".".join(LOADER_PATH)
+    if isinstance(node, list) and not node:
+        return None
+    if not isinstance(node, list) or len(node) != 1:
+        return f"{where}={shown(node)}: must be the state of the one training loader"
+    state = node[0]
+    if not isinstance(state, dict) or set(state) != set(LOADER_KEYS):
+        return f"{where}[0]={shown(state)}: must be {{'epoch': ..., 'batches': ...}}"
+    for key in LOADER_KEYS:
+        if type(state[key]) is not int or not 0 <= state[key] <= step:
+            return (f"{where}[0].{key}={shown(state[key])}: must be an integer from 0 to the "
+                    f"update count {step}")  # fmt: skip
+    return None
+
+
+# The data module's state in a Lightning checkpoint (under its class name): the vocabularies.
+DATA_KEY = "ParserDataModule"
+VOCAB_NAMES = tuple(f.name for f in fields(Vocabs))
+
+
+def _vocabs_problem(state: Any) -> str | None:
+    """Why ``state`` is not ``ParserDataModule.state_dict()``: ``{"vocabs": ...}`` with every
+    vocabulary of :class:`Vocabs` as ``Vocab`` keeps it (unique strings, the specials first
+    and ``<unk>`` for unknown tokens; relations without specials, unknown ones -1)."""
+    if not isinstance(state, dict) or set(state) != {"vocabs"}:
+        return "must be {'vocabs': the vocabularies}"
+    vocabs = state["vocabs"]
+    if not isinstance(vocabs, dict) or set(vocabs) != set(VOCAB_NAMES):
+        return f"vocabs: must be a mapping of {', '.join(VOCAB_NAMES)}"
+    for name in VOCAB_NAMES:
+        vocab = vocabs[name]
+        if not isinstance(vocab, dict) or set(vocab) != {"itos", "unk_index"}:
+            return f"vocabs.{name}: must be {{'itos': [tokens], 'unk_index': id}}"
+        itos, unk = vocab["itos"], vocab["unk_index"]
+        if not isinstance(itos, list) or not all(type(t) is str for t in itos):
+            return f"vocabs.{name}.itos: must be a list of strings"
+        if len(set(itos)) != len(itos):
+            return f"vocabs.{name}.itos: its tokens must be unique"
+        rels = name == "rels"
+        specials = () if rels else SPECIALS
+        if tuple(itos[: len(specials)]) != specials or (rels and set(SPECIALS) & set(itos)):
+            return (f"vocabs.{name}.itos: must begin with {', '.join(specials)}" if specials
+                    else f"vocabs.{name}.itos: must hold no {', '.join(SPECIALS)}")  # fmt: skip
+        expected = UNKNOWN_REL if rels else UNK_INDEX
+        if type(unk) is not int or unk != expected:
+            return f"vocabs.{name}.unk_index={shown(unk)}: must be {expected}"
     return None
 
 
