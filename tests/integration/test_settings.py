@@ -15,6 +15,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from bockparse import __version__
 from bockparse.cli.hydra_app import COMPOSITION_ERRORS, one_line
 from bockparse.training.checks import (
     REFERENCE_WEIGHTS,
@@ -251,13 +252,15 @@ def test_the_command_line_says_in_one_line_what_hydra_cannot_compose(case, fragm
 
 
 @pytest.mark.slow
-def test_a_bug_keeps_its_traceback(tmp_path):
+def test_a_bug_keeps_its_traceback_and_version_is_bockparses(tmp_path):
     bug = ("import bockparse.training.train as t; "
            "t.run = lambda *a: (_ for _ in ()).throw(RuntimeError('a bug'))")  # fmt: skip
     proc = console_script(tmp_path, "experiment=smoke", f"hydra.run.dir={tmp_path / 'r'}",
                           before=bug)  # fmt: skip
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr and "RuntimeError: a bug" in proc.stderr
+    version = console_script(tmp_path, "--version")
+    assert version.returncode == 0 and version.stdout == f"bockparse-train {__version__}\n"
 
 
 @pytest.mark.slow

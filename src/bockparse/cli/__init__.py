@@ -74,7 +74,8 @@ def eval_files() -> int:
 
 def train() -> int:
     """``bockparse-train`` (:mod:`bockparse.training.train`, through
-    :func:`bockparse.cli.hydra_app.train`: a command line Hydra cannot compose is one line)."""
+    :func:`bockparse.cli.hydra_app.train`: a command line Hydra cannot compose is one line,
+    ``--version`` is bockparse's)."""
     return run("bockparse.cli.hydra_app", "train")
 
 

@@ -19,6 +19,8 @@ from hydra.errors import (
     SearchPathException,
 )
 
+from .. import __version__
+
 PROG = "bockparse-train"
 # What Hydra raises for a command line it cannot compose (MissingConfigException, an unknown
 # config or group option, is a ConfigCompositionException).
@@ -60,12 +62,16 @@ def one_line(err: Exception) -> str:
 
 def train() -> int:
     """Run ``bockparse-train``'s Hydra app (:func:`bockparse.training.train.main`) on the
-    command line.
+    command line; ``--version`` prints bockparse's version (Hydra's own flag would print
+    Hydra's).
 
     Returns:
         0 when the app returns; 1 (after one ``bockparse-train:`` line on standard error) when
         Hydra cannot compose the command line. The app's own failures exit through it.
     """
+    if "--version" in sys.argv[1:]:
+        print(f"{PROG} {__version__}")
+        return 0
     from ..training.train import main
 
     asked = os.environ.get(FULL_ERROR)
