@@ -104,8 +104,12 @@ def test_one_process_evaluates_the_checkpoint_exactly_as_two(ddp_run, tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_ddp_run_resumes(tmp_path):
-    budget = ["optim.max_steps=24", "optim.eval_every=3", "optim.last_checkpoint.every_minutes=0",
-              "optim.schedule.switch_step=12"]  # fmt: skip
+    budget = [
+        "optim.max_steps=24",
+        "optim.eval_every=3",
+        "optim.last_checkpoint.every_evaluations=1",
+        "optim.schedule.switch_step=12",
+    ]
     last = tmp_path / "checkpoints/last.ckpt"
     train(tmp_path, *DDP, *budget, "condition=local-ce", kill_when=last.exists)
     saved = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
