@@ -120,7 +120,7 @@ def measure(
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    from bockparse.training.checkpoints import ScheduleCallback
+    from bockparse.training.callbacks import run_callbacks
     from bockparse.training.predictions import PredictionWriter
     from bockparse.training.train import CONF_DIR, build, evaluate
 
@@ -149,9 +149,10 @@ def measure(
     run_dir = work / precision
     pl.seed_everything(cfg.seed, workers=True)
     datamodule, module = build(cfg)
-    schedule = ScheduleCallback(run_dir / "checkpoints", **cfg.optim.last_checkpoint)
-    writer = PredictionWriter()
-    trainer = instantiate(cfg.trainer, logger=False, callbacks=[schedule, writer, StepTimer()],
+    callbacks = run_callbacks(cfg, run_dir)
+    writer, best = callbacks.predictions, callbacks.checkpoints.best_path
+    trainer = instantiate(cfg.trainer, logger=False,
+                          callbacks=[*callbacks.ordered(), StepTimer()],
                           default_root_dir=str(run_dir))  # fmt: skip
     if cuda:
         torch.cuda.reset_peak_memory_stats()
@@ -159,14 +160,13 @@ def measure(
     m.peak_memory = torch.cuda.max_memory_allocated() if cuda else 0
     synchronize()
     start = time.perf_counter()
-    m.gpu = evaluate(trainer, module, datamodule, writer, schedule.best_path, run_dir / "gpu")
+    m.gpu = evaluate(trainer, module, datamodule, writer, best, run_dir / "gpu")
     m.eval_seconds = time.perf_counter() - start
     m.eval_sentences = len(datamodule.dataset("val")) + len(datamodule.dataset("test"))
     cpu_writer = PredictionWriter()
     cpu_trainer = instantiate(cfg.trainer, accelerator="cpu", precision="32-true", logger=False,
                               callbacks=[cpu_writer], default_root_dir=str(run_dir))  # fmt: skip
-    m.cpu = evaluate(cpu_trainer, module, datamodule, cpu_writer, schedule.best_path,
-                     run_dir / "cpu")  # fmt: skip
+    m.cpu = evaluate(cpu_trainer, module, datamodule, cpu_writer, best, run_dir / "cpu")
     m.same_files = all(
         (run_dir / "gpu" / name).read_bytes() == (run_dir / "cpu" / name).read_bytes()
         for name in ("predictions/val.conllu", "predictions/test.conllu")

@@ -48,10 +48,11 @@ def train(run_dir: Path, *overrides: str, kill_when=None) -> subprocess.Complete
     return None
 
 
-def schedule_lines(log: Path) -> list[str]:
-    """The schedule's decisions in a rank's log, without the time stamps."""
+def schedule_lines(log: Path, logger: str = "bockparse.training.schedule") -> list[str]:
+    """The schedule's decisions (or another logger's lines) in a rank's log, without the time
+    stamps."""
     lines = log.read_text(encoding="utf-8").splitlines()
-    return [line.split(" - ", 1)[1] for line in lines if "[bockparse.training.schedule]" in line]
+    return [line.split(" - ", 1)[1] for line in lines if f"[{logger}]" in line]
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +104,12 @@ def test_one_process_evaluates_the_checkpoint_exactly_as_two(ddp_run, tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_ddp_run_resumes(tmp_path):
-    budget = ["optim.max_steps=24", "optim.eval_every=3", "optim.last_checkpoint.every_minutes=0",
-              "optim.schedule.switch_step=12"]  # fmt: skip
+    budget = [
+        "optim.max_steps=24",
+        "optim.eval_every=3",
+        "optim.last_checkpoint.every_evaluations=1",
+        "optim.schedule.switch_step=12",
+    ]
     last = tmp_path / "checkpoints/last.ckpt"
     train(tmp_path, *DDP, *budget, "condition=local-ce", kill_when=last.exists)
     saved = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
@@ -124,7 +129,8 @@ def test_a_killed_ddp_run_resumes(tmp_path):
     # bit for bit: each rank got its own generators back, and the run ends where one that was
     # never killed ends
     for rank_log in ("train.log", "train_ddp_process_1.log"):
-        assert any(line.startswith(RESUMED_EXACTLY) for line in schedule_lines(tmp_path / rank_log))
+        written = schedule_lines(tmp_path / rank_log, "bockparse.training.checkpoints")
+        assert any(line.startswith(RESUMED_EXACTLY) for line in written)
     once = tmp_path / "once"
     proc = train(once, *DDP, *budget, "condition=local-ce")
     assert proc.returncode == 0, proc.stderr[-4000:]

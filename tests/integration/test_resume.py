@@ -1,5 +1,6 @@
 """``resume=true`` explains itself: a damaged ``last.ckpt``, a changed config and a finished run;
-a crafted ``last.ckpt`` never changes a resumed run (every leaf of its saved config and state)."""
+a crafted ``last.ckpt`` never changes a resumed run (every leaf of its saved config and state,
+the training loader's place and the vocabularies included)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from bockparse.training.checkpoints import ScheduleCallback
+from bockparse.data.vocab import Vocabs
+from bockparse.training.callbacks import run_callbacks
+from bockparse.training.checkpoints import STATE_KEY
 from bockparse.training.clock import RunClock
 from bockparse.training.resume import (
     CONFIG_KEY,
+    DATA_KEY,
+    LOADER_PATH,
     ResumeError,
     check_checkpoint,
     config_differences,
@@ -218,36 +223,41 @@ def same(a, b) -> bool:
 
 def applied(cfg, checkpoint, last: Path):
     """What a resumed run takes from ``checkpoint`` (check_resume, then every load the resume
-    makes: the precision, the schedule, the module's decoding time, the callbacks' state)."""
+    makes: the precision, the schedule, the module's decoding time, the callbacks' state, the
+    training loader's place and the vocabularies)."""
     saved, step = check_checkpoint(cfg, checkpoint, last)
     precision = resolve_run_precision(copy.deepcopy(cfg), saved)
     schedule = instantiate(cfg.optim.schedule)
     schedule.load_state_dict(checkpoint["bockparse"]["schedule"])
-    callback = ScheduleCallback(last.parent, **cfg.optim.last_checkpoint)
-    callback.load_state_dict(checkpoint["callbacks"]["ScheduleCallback"])
+    checkpoints = run_callbacks(cfg, last.parent.parent).checkpoints
+    checkpoints.load_state_dict(checkpoint["callbacks"][STATE_KEY])
     clock = RunClock()
     clock.load_state_dict(checkpoint["callbacks"]["RunClock"])
+    vocabs = Vocabs.from_dict(checkpoint[DATA_KEY]["vocabs"]).to_dict()
     return (step, precision, schedule.state_dict(), checkpoint["bockparse"]["decode_seconds"],
-            callback.saved_rng, clock.resumed_seconds)  # fmt: skip
+            checkpoints.saved_rng, clock.resumed_seconds, _at(checkpoint, LOADER_PATH),
+            vocabs)  # fmt: skip
 
 
-@pytest.mark.parametrize("part", ["bockparse", "callbacks", "global_step", CONFIG_KEY])
+@pytest.mark.parametrize("part", [("bockparse",), ("callbacks",), ("global_step",), (CONFIG_KEY,),
+                                  LOADER_PATH, (DATA_KEY,)], ids=".".join)  # fmt: skip
 def test_a_crafted_last_checkpoint_is_refused_in_one_line_or_changes_nothing(
     uninterrupted, part, tmp_path
 ):
     """Every wrong type at every leaf of a real last.ckpt's saved config, schedule state,
-    callback states and update count (and an unknown key in every mapping of the state): a
-    one-line ResumeError naming the file, or exactly what the untouched file gives."""
+    callback states, update count, training loader's place and vocabularies (and an unknown
+    key in every mapping of the state): a one-line ResumeError naming the file, or exactly what
+    the untouched file gives."""
     whole, _ = uninterrupted
     last = tmp_path / "checkpoints" / "last.ckpt"
-    cfg = composed(*BIT_EXACT, "resume=true")
+    cfg = composed(*BIT_EXACT, "resume=true", "trace.enabled=false")
     checkpoint = torch.load(whole / "checkpoints/last.ckpt", weights_only=True)
     expected = applied(cfg, checkpoint, last)
-    paths = [(part, *p) for p in leaves(checkpoint[part])]
+    paths = [(*part, *p) for p in leaves(_at(checkpoint, part))]
     crafted = [(path, name, planted(checkpoint, path, value))
                for path in paths for name, value in WRONG.items()]  # fmt: skip
-    if part != CONFIG_KEY:  # Lightning hands over the state whole: no key may ride along
-        mappings = {p[:i] for p in paths for i in range(1, len(p))}
+    if part != (CONFIG_KEY,):  # Lightning hands over the state whole: no key may ride along
+        mappings = {p[:i] for p in paths for i in range(len(part), len(p))}
         crafted += [(path, "an unknown key", planted(checkpoint, path, {**_at(checkpoint, path),
                      "decay": 1000})) for path in mappings if isinstance(_at(checkpoint, path),
                      dict)]  # fmt: skip

@@ -15,6 +15,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from bockparse import __version__
+from bockparse.cli.hydra_app import COMPOSITION_ERRORS, one_line
 from bockparse.training.checks import (
     REFERENCE_WEIGHTS,
     SAMPLE_ENV,
@@ -58,6 +60,21 @@ CASES = [
     ("exclude_punct=ptb", "exclude_punct=ptb but the data marks punctuation as upos"),
     ("optim.schedule.plateau_decay=1", "plateau_decay=1: must be above 0 and below 1"),
 ]
+
+
+# Command lines Hydra cannot compose -> a fragment of bockparse-train's one line (naming the
+# option and the group's choices), not Hydra's multi-line report.
+COMPOSITION_CASES = [
+    ("encoder=nonexistent", "Could not find 'encoder/nonexistent'; available options in "
+                            "'encoder': bert-base-cased, bert-base-chinese, minilm, none,"),
+    ("loss=bogus",
+     "Could not find 'loss/bogus'; available options in 'loss': crf, hinge, local-ce, transition"),
+    ("model=x", "Could not find 'model/x'; available options in 'model': biaffine,"),
+    ("optim.max_steps=[1", "cannot parse the override 'optim.max_steps=[1': no viable alternative"),
+    ("trainer.precision", "cannot parse the override 'trainer.precision': missing EQUAL"),
+    ("foo.bar=1", "Could not override 'foo.bar'. To append to your config use +foo.bar=1 (Key "
+                  "'foo' is not in struct)"),
+]  # fmt: skip
 
 
 def composed(*overrides: str, experiment: str | None = "smoke"):
@@ -171,6 +188,14 @@ def test_the_estimate_basis_is_the_benchmarked_parser():
     assert weights == pytest.approx(REFERENCE_WEIGHTS, rel=0.01)
 
 
+@pytest.mark.parametrize(("case", "fragment"), COMPOSITION_CASES)
+def test_hydras_composition_errors_are_one_line_naming_the_option(case, fragment):
+    with pytest.raises(COMPOSITION_ERRORS) as err:
+        composed(case)
+    line = one_line(err.value)
+    assert fragment in line and "\n" not in line and "search path" not in line.lower()
+
+
 # -- the real command line -----------------------------------------------------------------------
 
 
@@ -194,6 +219,45 @@ def test_the_command_line_refuses_each_case_in_one_line_leaving_no_folder(case, 
     [line] = [x for x in proc.stderr.splitlines() if x.startswith("bockparse-train:")]
     assert fragment in line
     assert not run_dir.exists()
+
+
+def console_script(cwd: Path, *args: str, before: str = "", **env: str):
+    """``bockparse-train *args`` as installed (:func:`bockparse.cli.train`), after ``before``."""
+    script = f"import sys\n{before}\nfrom bockparse.cli import train\nsys.exit(train())"
+    environ = {**os.environ, "HF_HUB_CACHE": str(cwd / "hf")}
+    environ.pop("HYDRA_FULL_ERROR", None)
+    environ.update(env)
+    return subprocess.run([sys.executable, "-c", script, *args], cwd=cwd, env=environ,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("case", "fragment"), COMPOSITION_CASES)
+def test_the_command_line_says_in_one_line_what_hydra_cannot_compose(case, fragment, tmp_path):
+    """About 10 s each: Hydra's multi-line report becomes one line and exit status 1, no
+    traceback, no run folder; HYDRA_FULL_ERROR=1 still shows Hydra's full trace."""
+    run_dir = tmp_path / "run"
+    proc = console_script(tmp_path, "experiment=smoke", case, f"hydra.run.dir={run_dir}")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "search path" not in proc.stderr
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("bockparse-train:")]
+    assert fragment in line and not run_dir.exists()
+    if case == "encoder=nonexistent":
+        full = console_script(tmp_path, "experiment=smoke", case, HYDRA_FULL_ERROR="1")
+        assert full.returncode == 1 and "Traceback" in full.stderr
+        assert "MissingConfigException" in full.stderr
+
+
+@pytest.mark.slow
+def test_a_bug_keeps_its_traceback_and_version_is_bockparses(tmp_path):
+    bug = ("import bockparse.training.train as t; "
+           "t.run = lambda *a: (_ for _ in ()).throw(RuntimeError('a bug'))")  # fmt: skip
+    proc = console_script(tmp_path, "experiment=smoke", f"hydra.run.dir={tmp_path / 'r'}",
+                          before=bug)  # fmt: skip
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr and "RuntimeError: a bug" in proc.stderr
+    version = console_script(tmp_path, "--version")
+    assert version.returncode == 0 and version.stdout == f"bockparse-train {__version__}\n"
 
 
 @pytest.mark.slow

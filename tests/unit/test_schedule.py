@@ -1,6 +1,7 @@
 """Stanza's schedule (bockparse.training.schedule) on scripted dev scores and a fake trainer:
 plateau decay, the freeze and warm-ups, the switch by patience and by step with the best model
-reloaded, the stop, ties, checkpoint files and a resume in the middle of stage 2."""
+reloaded, the stop, ties, checkpoint files (the decisions carried out by ScheduleCallback, the
+files written by CheckpointWriter after it) and a resume in the middle of stage 2."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 import torch
 from torch import nn
 
-from bockparse.training.checkpoints import ScheduleCallback
+from bockparse.training.checkpoints import CheckpointWriter
+from bockparse.training.decisions import ScheduleCallback
 from bockparse.training.schedule import StanzaSchedule, WarmupPlateau
 
 SETTINGS = dict(
@@ -171,7 +173,7 @@ class FakeModule(nn.Module):
 
 
 class FakeTrainer:
-    """What ScheduleCallback reads and calls on a Lightning trainer."""
+    """What ScheduleCallback and CheckpointWriter read and call on a Lightning trainer."""
 
     sanity_checking = False
     is_global_zero = True
@@ -201,13 +203,20 @@ class FakeTrainer:
         torch.save(checkpoint, path)
 
 
+def writer(folder: Path, **last_checkpoint) -> CheckpointWriter:
+    """A checkpoint writer in ``folder`` with its own ScheduleCallback (``writer.decisions``)."""
+    return CheckpointWriter(folder, ScheduleCallback(folder / "best.ckpt"), **last_checkpoint)
+
+
 def train(callback, trainer, module, scores, start=100, every=100):
-    """Evaluate after updates start, start + every, ...; the weight is the update's number."""
+    """Evaluate after updates start, start + every, ...; the weight is the update's number;
+    the decisions, then the writes (the order of bockparse.training.callbacks)."""
     for i, score in enumerate(scores):
         step = start + i * every
         trainer.global_step = step
         module.weight.data.fill_(float(step))
         trainer.callback_metrics = {"val/las": torch.tensor(score)}
+        callback.decisions.on_validation_end(trainer, module)
         callback.on_validation_end(trainer, module)
         if trainer.should_stop:
             break
@@ -220,7 +229,7 @@ def load(path: Path) -> dict:
 def test_best_on_improvement_weights_only_and_the_switch_reloads_it(tmp_path):
     module = FakeModule(schedule(switch_patience=300, switch_step=10**6))
     trainer = FakeTrainer(module)
-    callback = ScheduleCallback(tmp_path, every_evaluations=None, every_minutes=60)
+    callback = writer(tmp_path, every_evaluations=None, every_minutes=60)
     train(callback, trainer, module, [50.0, 70.0, 60.0, 60.0, 60.0])
     # the switch at 500 (300 updates after the best at 200) reloaded the model of update 200
     assert module.schedule.stage == 2 and module.weight.item() == 200.0
@@ -239,10 +248,10 @@ def test_best_on_improvement_weights_only_and_the_switch_reloads_it(tmp_path):
 def test_stop_sets_should_stop_and_last_at_the_interval(tmp_path):
     module = FakeModule(schedule(switch_step=200, stop_patience=300))
     trainer = FakeTrainer(module)
-    callback = ScheduleCallback(tmp_path, every_evaluations=2, every_minutes=60)
+    callback = writer(tmp_path, every_evaluations=2, every_minutes=60)
     train(callback, trainer, module, [50.0, 60.0] + [55.0] * 10)
     assert trainer.should_stop and trainer.global_step == 500
-    assert "stage 2" in callback.stop_reason
+    assert "stage 2" in callback.decisions.stop_reason
     # switch at 200 (written), then every second evaluation: 400
     assert load(callback.last_path)["global_step"] == 400
     callback.on_train_end(trainer, module)  # the end of training: always written
@@ -252,7 +261,7 @@ def test_stop_sets_should_stop_and_last_at_the_interval(tmp_path):
 def test_last_every_minutes(tmp_path):
     module = FakeModule(schedule())
     trainer = FakeTrainer(module)
-    callback = ScheduleCallback(tmp_path, every_evaluations=None, every_minutes=0)
+    callback = writer(tmp_path, every_evaluations=None, every_minutes=0)
     train(callback, trainer, module, [50.0, 40.0, 30.0])
     assert load(callback.last_path)["global_step"] == 300
     assert callback.writes == {"best": 1, "last": 3}
@@ -262,7 +271,7 @@ def test_rank_zero_decides_when_last_is_due(tmp_path):
     """Under DDP the time-based write follows rank 0's clock, on every rank alike."""
     module = FakeModule(schedule())
     trainer = FakeTrainer(module)
-    callback = ScheduleCallback(tmp_path, every_evaluations=None, every_minutes=60)
+    callback = writer(tmp_path, every_evaluations=None, every_minutes=60)
     trainer.rank_zero_due = True  # rank 0's interval has passed, this rank's has not
     train(callback, trainer, module, [50.0])
     assert callback.writes["last"] == 1
@@ -275,7 +284,7 @@ def test_rank_zero_decides_when_last_is_due(tmp_path):
 def test_resume_restores_the_best_model_that_last_ckpt_knows(tmp_path):
     module = FakeModule(schedule(switch_step=10**6))
     trainer = FakeTrainer(module)
-    callback = ScheduleCallback(tmp_path, every_evaluations=2, every_minutes=60)
+    callback = writer(tmp_path, every_evaluations=2, every_minutes=60)
     train(callback, trainer, module, [50.0, 60.0, 70.0])  # last at 200, a new best at 300
     assert load(callback.best_path)["global_step"] == 300
     # killed here; the resumed run restores last.ckpt (update 200, best at 200)
@@ -283,8 +292,38 @@ def test_resume_restores_the_best_model_that_last_ckpt_knows(tmp_path):
     last = load(callback.last_path)
     resumed.load_state_dict(last["state_dict"])
     resumed.schedule.load_state_dict(last["bockparse"]["schedule"])
-    again = ScheduleCallback(tmp_path, every_evaluations=2, every_minutes=60)
+    again = writer(tmp_path, every_evaluations=2, every_minutes=60)
     again.on_train_start(FakeTrainer(resumed, ckpt_path=callback.last_path), resumed)
     best = load(again.best_path)
     assert best["global_step"] == 200 and best["state_dict"]["weight"].item() == 200.0
     assert load(again.best_of_last_path)["global_step"] == 200
+
+
+def test_a_switch_that_comes_with_an_improvement_keeps_the_model_that_best_ckpt_holds(tmp_path):
+    """The decisions come before the writes: at a switch on a new best the model just evaluated
+    is the best model (written to best.ckpt after the decision), and last.ckpt holds it."""
+    module = FakeModule(schedule(switch_step=200))
+    trainer = FakeTrainer(module)
+    callback = writer(tmp_path, every_evaluations=None, every_minutes=60)
+    train(callback, trainer, module, [50.0, 60.0])
+    assert callback.decisions.decision.switch and callback.decisions.decision.improved
+    best, last = load(callback.best_path), load(callback.last_path)
+    assert best["global_step"] == last["global_step"] == 200
+    assert best["state_dict"]["weight"].item() == last["state_dict"]["weight"].item() == 200.0
+    assert last["bockparse"]["schedule"]["stage"] == 2 and module.stage1_dropped_at == [200]
+
+
+def test_the_writer_refuses_an_evaluation_the_schedule_has_not_decided(tmp_path):
+    module = FakeModule(schedule())
+    trainer = FakeTrainer(module)
+    callback = writer(tmp_path, every_evaluations=None, every_minutes=60)
+    trainer.global_step = 100
+    trainer.callback_metrics = {"val/las": torch.tensor(50.0)}
+    with pytest.raises(RuntimeError, match="must come after ScheduleCallback"):
+        callback.on_validation_end(trainer, module)  # before any decision
+    callback.decisions.on_validation_end(trainer, module)
+    callback.on_validation_end(trainer, module)
+    trainer.global_step = 200
+    with pytest.raises(RuntimeError, match="no decision of the schedule for update 200"):
+        callback.on_validation_end(trainer, module)  # the decision is update 100's
+    assert callback.writes == {"best": 1, "last": 0}

@@ -79,8 +79,10 @@ def eval_files() -> int:
 
 
 def train() -> int:
-    """``bockparse-train`` (:mod:`bockparse.training.train`)."""
-    return run("bockparse.training.train")
+    """``bockparse-train`` (:mod:`bockparse.training.train`, through
+    :func:`bockparse.cli.hydra_app.train`: a command line Hydra cannot compose is one line,
+    ``--version`` is bockparse's)."""
+    return run("bockparse.cli.hydra_app", "train")
 
 
 def table() -> int:

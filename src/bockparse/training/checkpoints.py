@@ -1,4 +1,4 @@
-"""Checkpoints of a run, written as Stanza's schedule decides (:class:`ScheduleCallback`).
+"""Checkpoints of a run, written as Stanza's schedule decides (:class:`CheckpointWriter`).
 
 ``best.ckpt`` holds the weights only and is written on improvement; ``last.ckpt`` holds the
 full training state for ``resume=true`` and is written every ``every_evaluations`` evaluations
@@ -8,7 +8,8 @@ final model becomes ``best.ckpt``. A run resumed from ``last.ckpt`` puts back th
 ``best.ckpt`` that ``last.ckpt`` knows of (``best-of-last.ckpt``), so that the best model and
 the schedule's record agree. ``last.ckpt`` also holds every process's random number
 generators (:func:`rng_states`) and the training loader's place in its epoch
-(:class:`bockparse.data.datamodule.TrainLoader`): a resumed run continues bit for bit.
+(:class:`bockparse.data.datamodule.TrainLoader`): a resumed run continues bit for bit. The
+decisions themselves are carried out by :class:`bockparse.training.decisions.ScheduleCallback`.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 
-from ..metrics import metric_key
 from ..modelfile import load_tensors
 from ..rundir import BEST, BEST_OF_LAST, LAST, RESUMED_EXACTLY, atomic_path
+from .decisions import ScheduleCallback
 
-log = logging.getLogger("bockparse.training.schedule")  # the schedule's decisions, one log
+log = logging.getLogger("bockparse.training.checkpoints")
 
 
 def save_atomic(trainer: pl.Trainer, path: Path, *, weights_only: bool) -> int:
@@ -146,22 +147,29 @@ def _world() -> tuple[int, int]:
     return 0, 1
 
 
-class ScheduleCallback(pl.Callback):
-    """Feeds each evaluation's dev LAS to the module's :class:`StanzaSchedule` and carries out
-    its decisions: ``best.ckpt`` (weights only) on improvement, the reload of the best model at
-    the switch, the stop, and ``last.ckpt`` (full state) at the configured interval, at the
-    switch and at the end of training.
+# The key of the generators' state in every last.ckpt's callbacks (Lightning's ``state_key``):
+# the name of the callback that kept them before the writer and the decisions were split, kept
+# so that every last.ckpt, old or new, resumes.
+STATE_KEY = "ScheduleCallback"
+
+
+class CheckpointWriter(pl.Callback):
+    """Writes the files that the schedule's decisions ask for: ``best.ckpt`` (weights only) on
+    improvement, ``last.ckpt`` (full state) at the configured interval, at the switch and at
+    the end of training; it comes after ``decisions`` in the trainer's callbacks
+    (:mod:`bockparse.training.callbacks`) and carries out the decision it has just made.
 
     ``best-of-last.ckpt`` is a hard link (no bytes written) to the ``best.ckpt`` that
     ``last.ckpt`` knows of: a run resumed from ``last.ckpt`` after a kill puts it back, so that
     the best model and the schedule's record of it always agree.
 
-    Its state in ``last.ckpt`` is every rank's random number generators at the write
-    (:meth:`state_dict`); a resumed run puts them back when training starts, after the loaders
-    are made, where the uninterrupted run went on from the same state.
+    Its state in ``last.ckpt`` (under :data:`STATE_KEY`) is every rank's random number
+    generators at the write (:meth:`state_dict`); a resumed run puts them back when training
+    starts, after the loaders are made, where the uninterrupted run went on from the same state.
 
     Args:
         checkpoint_dir: where the checkpoints go.
+        decisions: the callback whose decisions this one writes out.
         every_evaluations: write ``last.ckpt`` after this many evaluations (``None``: by time
             only) ...
         every_minutes: ... or once this many minutes have passed since the previous write.
@@ -170,6 +178,7 @@ class ScheduleCallback(pl.Callback):
     def __init__(
         self,
         checkpoint_dir: str | os.PathLike,
+        decisions: ScheduleCallback,
         *,
         every_evaluations: int | None,
         every_minutes: float,
@@ -177,6 +186,7 @@ class ScheduleCallback(pl.Callback):
         if every_evaluations is not None and every_evaluations < 1:
             raise ValueError(f"every_evaluations must be >= 1 or null, got {every_evaluations}")
         self.dir = Path(checkpoint_dir)
+        self.decisions = decisions
         self.every_evaluations = math.inf if every_evaluations is None else every_evaluations
         self.every_seconds = 60.0 * every_minutes
         self.evaluations_since_last = 0
@@ -186,8 +196,11 @@ class ScheduleCallback(pl.Callback):
         self.write_seconds = 0.0
         self.evaluations = 0
         self.last_step = -1
-        self.stop_reason = ""
         self.saved_rng: list[dict[str, Any]] | None = None  # per rank, from last.ckpt
+
+    @property
+    def state_key(self) -> str:
+        return STATE_KEY
 
     @property
     def best_path(self) -> Path:
@@ -245,7 +258,7 @@ class ScheduleCallback(pl.Callback):
         """Keep the generators of :meth:`state_dict` (checked: :meth:`state_problem`) for
         :meth:`on_train_start`."""
         if problem := self.state_problem(state_dict):
-            raise ValueError(f"ScheduleCallback state: {problem}")
+            raise ValueError(f"{STATE_KEY} state: {problem}")
         self.saved_rng = state_dict["rng"]
 
     def _restore_rng(self) -> None:
@@ -290,33 +303,15 @@ class ScheduleCallback(pl.Callback):
     def on_validation_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         if trainer.sanity_checking or trainer.state.fn != "fit":
             return
-        schedule = module.schedule
-        las = float(trainer.callback_metrics[metric_key("val", "las")])
-        step = trainer.global_step
-        decision = schedule.after_evaluation(step, las)
+        decision = self.decisions.decision
+        if decision is None or decision.step != trainer.global_step:
+            raise RuntimeError(f"no decision of the schedule for update {trainer.global_step}: "
+                               "CheckpointWriter must come after ScheduleCallback "
+                               "(bockparse.training.callbacks)")  # fmt: skip
         self.evaluations += 1
         self.evaluations_since_last += 1
-        log.info("update %d: dev LAS %.2f%s (best %.2f at update %d)", step, las,
-                 ", a new best" if decision.improved else "", schedule.best,
-                 schedule.best_step)  # fmt: skip
         if decision.improved:
             self._save(trainer, "best")
-        for name in decision.decayed:
-            log.info("update %d: %s learning rate decays to %.3g of its base", step, name,
-                     schedule.lr_factor(name))  # fmt: skip
-        for name in decision.unfrozen:
-            module.reset_optimizer_state(name)
-            log.info("update %d: %s unfrozen (its optimiser state reset)", step, name)
-        if decision.switch:
-            best = load_tensors(self.best_path)
-            module.load_state_dict(best["state_dict"])
-            module.drop_stage1_state()
-            log.info("update %d: stage 2 (%s); reloaded the best model of update %d",
-                     step, decision.reason, best["global_step"])  # fmt: skip
-        if decision.stop:
-            trainer.should_stop = True
-            self.stop_reason = decision.reason
-            log.info("update %d: stopping: %s", step, decision.reason)
         due = (
             decision.switch
             or self.evaluations_since_last >= self.every_evaluations

@@ -4,9 +4,11 @@
 (``on_train_batch_start`` to ``on_train_batch_end``: forward, loss, backward, optimiser step)
 and of the development evaluations inside ``fit`` (``on_validation_start`` to
 ``on_validation_end``, sanity checks excluded). Placed before
-:class:`bockparse.training.checkpoints.ScheduleCallback` in the trainer's callbacks, its
-``on_validation_end`` runs first, so the checkpoint writes that an evaluation triggers are not
-counted as evaluation; the schedule callback counts them (``write_seconds``). ``bockparse-train``
+:class:`bockparse.training.decisions.ScheduleCallback` and
+:class:`bockparse.training.checkpoints.CheckpointWriter` in the trainer's callbacks
+(:mod:`bockparse.training.callbacks`), its ``on_validation_end`` runs first, so the checkpoint
+writes that an evaluation triggers are not counted as evaluation; the writer counts them
+(``write_seconds``). ``bockparse-train``
 writes the split to the run's ``timing.json`` and ``train.log``.
 """
 

@@ -23,9 +23,11 @@ import lightning.pytorch as pl
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
+from ..data.conllu import DataError
+from ..data.vocab import Vocabs
 from ..heads import HEADS
 from ..modelfile import TARGETS, ModelError, UnsafeFileError, load_tensors
-from .checkpoints import ScheduleCallback
+from .checkpoints import STATE_KEY, CheckpointWriter
 from .checks import MAX_UPDATES, PRECISIONS
 from .clock import RunClock
 
@@ -87,7 +89,8 @@ def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[s
     """``key: saved -> current`` for every setting under ``RESUME_KEYS`` that differs (dotted
     keys, sorted; keys and values escaped by :func:`shown`); settings in ``RESUME_FREE`` may
     differ."""
-    old = {key: MOVED.get(value, value) if key.endswith("_target_") else value
+    old = {key: MOVED.get(value, value) if isinstance(value, str) and key.endswith("_target_")
+           else value
            for key, value in _flat({k: saved.get(k) for k in RESUME_KEYS}).items()}  # fmt: skip
     new = _flat({k: current.get(k) for k in RESUME_KEYS})
     return [f"{shown(key, key=True)}: {shown(old.get(key, '<absent>'))} -> "
@@ -107,8 +110,7 @@ def _folder(path: str) -> str:
 
 
 # The callbacks whose state last.ckpt carries, with the check of that state.
-CALLBACK_STATES = {"ScheduleCallback": ScheduleCallback.state_problem,
-                   "RunClock": RunClock.state_problem}  # fmt: skip
+CALLBACK_STATES = {STATE_KEY: CheckpointWriter.state_problem, "RunClock": RunClock.state_problem}
 
 
 def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
@@ -116,7 +118,8 @@ def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
     data) could not have been written by a run with ``cfg``: the update count, the saved
     config's precision, the schedule (validated as a new schedule of ``cfg.optim.schedule``
     would hold it: :meth:`StanzaSchedule.state_problem`), the module's decoding time and the
-    callbacks' states (:data:`CALLBACK_STATES`); ``None`` when all of it can be applied."""
+    callbacks' states (:data:`CALLBACK_STATES`), the training loader's place in its epoch and
+    the vocabularies; ``None`` when all of it can be applied."""
     step = checkpoint.get("global_step")
     if type(step) is not int or not 0 <= step <= MAX_UPDATES:
         return f"global_step={shown(step)}: must be an integer from 0 to {MAX_UPDATES}"
@@ -147,6 +150,59 @@ def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
     for name, problem_of in CALLBACK_STATES.items():
         if name in callbacks and (problem := problem_of(callbacks[name])):
             return f"callbacks.{name}: {problem}"
+    if problem := _loader_problem(checkpoint, step):
+        return problem
+    if DATA_KEY in checkpoint and (problem := _vocabs_problem(checkpoint[DATA_KEY])):
+        return f"{DATA_KEY}.{problem}"
+    return None
+
+
+# Where Lightning's loop state keeps the state of each training loader: the training loader's
+# place in its epoch (bockparse.data.datamodule.TrainLoader.state_dict).
+LOADER_PATH = ("loops", "fit_loop", "state_dict", "combined_loader")
+LOADER_KEYS = ("epoch", "batches")
+
+
+def _loader_problem(checkpoint: dict[str, Any], step: int) -> str | None:
+    """Why the training loader's place in ``checkpoint`` (:data:`LOADER_PATH`) cannot be the
+    one a run of ``step`` updates saved: one ``{"epoch": e, "batches": b}`` with ``e`` and
+    ``b`` at most ``step`` (every epoch and every batch served is at least one update); absent
+    or empty (a ``last.ckpt`` of a bockparse without resumable loaders) is accepted."""
+    node: Any = checkpoint
+    for depth, key in enumerate(LOADER_PATH):
+        if not isinstance(node, dict):
+            return f"{'.'.join(LOADER_PATH[:depth])}: must be a mapping"
+        if key not in node:
+            return None
+        node = node[key]
+    where = ".".join(LOADER_PATH)
+    if isinstance(node, list) and not node:
+        return None
+    if not isinstance(node, list) or len(node) != 1:
+        return f"{where}={shown(node)}: must be the state of the one training loader"
+    state = node[0]
+    if not isinstance(state, dict) or set(state) != set(LOADER_KEYS):
+        return f"{where}[0]={shown(state)}: must be {{'epoch': ..., 'batches': ...}}"
+    for key in LOADER_KEYS:
+        if type(state[key]) is not int or not 0 <= state[key] <= step:
+            return (f"{where}[0].{key}={shown(state[key])}: must be an integer from 0 to the "
+                    f"update count {step}")  # fmt: skip
+    return None
+
+
+# The data module's state in a Lightning checkpoint (under its class name): the vocabularies.
+DATA_KEY = "ParserDataModule"
+
+
+def _vocabs_problem(state: Any) -> str | None:
+    """Why ``state`` is not ``ParserDataModule.state_dict()``: ``{"vocabs": ...}`` that
+    :meth:`Vocabs.from_dict` accepts."""
+    if not isinstance(state, dict) or set(state) != {"vocabs"}:
+        return "must be {'vocabs': the vocabularies}"
+    try:
+        Vocabs.from_dict(state["vocabs"])
+    except DataError as err:
+        return f"vocabs: {err}"
     return None
 
 

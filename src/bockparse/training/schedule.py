@@ -5,8 +5,9 @@ best dev LAS and its update, the patience counters, and one :class:`WarmupPlatea
 group (``parser``, ``transformer``) giving that group's learning-rate factor. It does no I/O and
 knows nothing of Lightning: the module asks it for the current factors
 (:meth:`StanzaSchedule.lr_factor`), saves its :meth:`~StanzaSchedule.state_dict` in every
-checkpoint, and :class:`.checkpoints.ScheduleCallback` feeds it each evaluation's dev LAS and
-carries out its :class:`Decision` (checkpoint files, the reload of the best model, stopping).
+checkpoint, :class:`.decisions.ScheduleCallback` feeds it each evaluation's dev LAS and carries
+out its :class:`Decision` (the reload of the best model, stopping), and
+:class:`.checkpoints.CheckpointWriter` writes the checkpoint files the decision asks for.
 
 After every development evaluation (the Bock paper's appendix on training and model selection,
 ``stanza/models/parser.py:train`` in Stanza 1.15):
@@ -30,7 +31,7 @@ Stanza checks the switch and the stop after every update; here they are checked 
 evaluations, which is the same whenever ``eval_every`` divides ``switch_step``,
 ``switch_patience`` and ``stop_patience`` (the paper's 100 | 2,000 and 10,000).
 
-Checkpoint files and the reload: :mod:`.checkpoints`.
+The reload: :mod:`.decisions`; checkpoint files: :mod:`.checkpoints`.
 """
 
 from __future__ import annotations
@@ -359,7 +360,7 @@ class StanzaSchedule:
             if state[key] > last:
                 return f"{key}={state[key]!r}: after the last evaluation (update {last})"
         # best_step: the best evaluation's update, -1 before any, or the last update when
-        # training ended without an evaluation (ScheduleCallback.on_train_end)
+        # training ended without an evaluation (CheckpointWriter.on_train_end)
         best, best_step = state["best"], state["best_step"]
         if not _is_int(best_step) or best_step < -1 or (step is not None and best_step > step):
             return f"best_step={best_step!r}: must be an integer from -1 to the last update"

@@ -61,13 +61,11 @@ from ..data.conllu import DataError
 from ..hardware import AUTO, device_type_of, environment, resolve_precision, warn_if_emulated
 from ..metrics import NAMES, metric_key
 from ..modelfile import spec_from_config
-from .checkpoints import ScheduleCallback
+from .callbacks import run_callbacks
 from .checks import setting_problems
-from .clock import RunClock
 from .module import ParserModule
 from .predictions import PredictionWriter
-from .resume import ResumeError, SaveConfig, check_resume, read_finished
-from .trajectory import TraceCallback, TrajectoryTrace
+from .resume import ResumeError, check_resume, read_finished
 
 log = logging.getLogger("bockparse.training.train")
 
@@ -391,15 +389,15 @@ def _run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None) -> dict[str, 
     """:func:`run` once the settings are checked and the folder is locked and checked."""
     ckpt_dir = run_dir / rundir.CHECKPOINTS
     done = run_dir / rundir.METRICS
-    callback = ScheduleCallback(ckpt_dir, **cfg.optim.last_checkpoint)
-    resume = callback.last_path if cfg.resume and callback.last_path.exists() else None
+    last = run_dir / rundir.LAST
+    resume = last if cfg.resume and last.exists() else None
     saved, resumed_step = check_resume(cfg, resume) if resume is not None else (None, None)
     if hydra is not None:  # nothing written before the folder and last.ckpt are checked
         if getattr(rank_zero_only, "rank", 0) == 0:
             write_hydra_config(run_dir, cfg, hydra)
         attach_job_log(run_dir, hydra)
     if cfg.resume and resume is None:
-        log.warning("resume=true but %s does not exist: starting afresh", callback.last_path)
+        log.warning("resume=true but %s does not exist: starting afresh", last)
     precision_reason = resolve_run_precision(cfg, saved)
     log_choices(cfg, run_dir)
     if resume is not None:
@@ -409,16 +407,10 @@ def _run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None) -> dict[str, 
     pl.seed_everything(cfg.seed, workers=True)
     datamodule, module = build(cfg)
     loggers = make_loggers(cfg, run_dir, resumed_step)
-    clock = RunClock()  # before the schedule callback: see bockparse.training.clock
-    writer = PredictionWriter()
-    callbacks = [clock, callback, writer, SaveConfig(cfg)]
-    if cfg.trace.enabled:  # the per-update trace (bockparse.training.trajectory)
-        trace = TrajectoryTrace(run_dir / cfg.trace.file, shadow=cfg.trace.shadow,
-                                tol=cfg.trace.tol, ties=cfg.trace.ties,
-                                append=cfg.resume)  # fmt: skip
-        callbacks.append(TraceCallback(trace))
-        log.info("per-update trace in %s", trace.path)
-    trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks,
+    callbacks = run_callbacks(cfg, run_dir)  # in their order: bockparse.training.callbacks
+    clock, writer, checkpoints = callbacks.clock, callbacks.predictions, callbacks.checkpoints
+    trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
+                                      callbacks=callbacks.ordered(),
                                       default_root_dir=str(run_dir))  # fmt: skip
     # Lightning evaluates under torch.no_grad inside fit (inference_mode=False for the fit's
     # validation loop); dev evaluations here only decode and count, so inference mode is safe.
@@ -430,20 +422,21 @@ def _run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None) -> dict[str, 
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
     fit_seconds = time.perf_counter() - start
     train_seconds = clock.resumed_seconds + fit_seconds  # a resumed run: its earlier processes too
+    stop_reason = callbacks.decisions.stop_reason or f"max_steps={cfg.optim.max_steps} reached"
     log.info("training ended at update %d after %.1f s: %s", trainer.global_step, train_seconds,
-             callback.stop_reason or f"max_steps={cfg.optim.max_steps} reached")  # fmt: skip
+             stop_reason)  # fmt: skip
     best_step = module.schedule.best_step
-    written = callback.bytes_written
-    writes = callback.writes
+    written = checkpoints.bytes_written
+    writes = checkpoints.writes
     log.info("checkpoints: best.ckpt %d× (%.1f MB), last.ckpt %d× (%.1f MB) over %d evaluations, "
              "%.1f s (%.1f %% of training)", writes["best"], written["best"] / 1e6, writes["last"],
-             written["last"] / 1e6, callback.evaluations, callback.write_seconds,
-             100 * callback.write_seconds / max(fit_seconds, 1e-9))  # fmt: skip
+             written["last"] / 1e6, checkpoints.evaluations, checkpoints.write_seconds,
+             100 * checkpoints.write_seconds / max(fit_seconds, 1e-9))  # fmt: skip
     log.info("evaluating best.ckpt (update %d) on dev and test", best_step)
     start = time.perf_counter()
-    result: dict[str, Any] = evaluate(trainer, module, datamodule, writer, callback.best_path,
+    result: dict[str, Any] = evaluate(trainer, module, datamodule, writer, checkpoints.best_path,
                                       run_dir)  # fmt: skip
-    timing = clock.split(callback.write_seconds, time.perf_counter() - start)
+    timing = clock.split(checkpoints.write_seconds, time.perf_counter() - start)
     result.update(
         best_step=best_step,
         seed=cfg.seed,
