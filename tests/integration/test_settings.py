@@ -257,7 +257,7 @@ def test_a_bug_keeps_its_traceback_and_version_is_bockparses(tmp_path):
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr and "RuntimeError: a bug" in proc.stderr
     version = console_script(tmp_path, "--version")
-    assert version.returncode == 0 and version.stdout == f"bockparse-train {__version__}\n"
+    assert version.returncode == 0 and version.stdout == f"bockparse {__version__}\n"
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from hydra.errors import (
     SearchPathException,
 )
 
-from .. import __version__
+from .command import version
 
 PROG = "bockparse-train"
 # What Hydra raises for a command line it cannot compose (MissingConfigException, an unknown
@@ -70,7 +70,7 @@ def train() -> int:
         Hydra cannot compose the command line. The app's own failures exit through it.
     """
     if "--version" in sys.argv[1:]:
-        print(f"{PROG} {__version__}")
+        print(version())
         return 0
     from ..training.train import main
 
