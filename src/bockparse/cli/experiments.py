@@ -1,6 +1,6 @@
 """The console scripts of the experiments (:mod:`bockparse.experiments`): ``bockparse-table``,
-``-reeval``, ``-substitute``, ``-rootstudy`` and ``-publish``. Each parses its arguments,
-checks ``--out`` before any work (:mod:`bockparse.cli.outputs`), calls the experiment
+``-stopping``, ``-reeval``, ``-substitute``, ``-rootstudy`` and ``-publish``. Each parses its
+arguments, checks ``--out`` before any work (:mod:`bockparse.cli.outputs`), calls the experiment
 module's functions and reports a problem in one line (:class:`~bockparse.cli.command.Command`).
 The modules that load a model (torch) are imported on call.
 """
@@ -130,6 +130,41 @@ def table(argv: Sequence[str] | None = None) -> int:
         )
         print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 1 if args.strict and problems(groups) else 0
+
+
+def stopping(argv: Sequence[str] | None = None) -> int:
+    """``bockparse-stopping RUN_DIR... [--out DIR] [--no-plots]``: the stop-time analysis
+    (:mod:`bockparse.experiments.stopping`)."""
+    from ..experiments.stopping import pairs, report, write_stopping
+    from ..experiments.table import aggregate
+
+    command = _runs_command(
+        "bockparse-stopping",
+        "Stop time against Table 1's paired differences, from run folders: dev-LAS "
+        "differences at matched updates, test LAS against the best update.",
+    )
+    command.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="also write stopping.md, matched.csv, seeds.csv and the two figures here",
+    )
+    command.add_argument("--no-plots", action="store_true", help="with --out: tables only")
+    args = command.parse_args(argv)
+    found_runs, problem = _discover(args.runs, args.out)
+    if problem is not None:
+        return command.fail(problem, 2)
+    groups = aggregate(found_runs)
+    found = pairs(groups)
+    if not found:
+        return command.fail(
+            f"no paired runs with development curves under {', '.join(args.runs)}", 2
+        )
+    text = report(groups, found, " ".join(args.runs))
+    print(text, end="", flush=True)
+    if args.out:
+        write_stopping(groups, found, text, args.out, plots=not args.no_plots)
+    return 0
 
 
 def reeval(argv: Sequence[str] | None = None) -> int:

@@ -9,8 +9,9 @@ import json
 
 import pytest
 
+from bockparse.cli.experiments import stopping as main
 from bockparse.experiments.runs import discover
-from bockparse.experiments.stopping import main, matched_rows, pairs, regressions, shares
+from bockparse.experiments.stopping import matched_rows, pairs, regressions, shares
 from bockparse.experiments.table import aggregate
 
 
@@ -72,3 +73,12 @@ def test_test_las_against_the_best_update_and_the_command(make_run, tmp_path, ca
     assert "of 9 paired comparisons the test-LAS difference has the sign" in text
     assert (out / "matched.csv").is_file() and (out / "seeds.csv").is_file()
     assert main([str(tmp_path / "nowhere")]) == 2
+    # A console script like the others: --out inside a run read is refused before any work.
+    run = next((tmp_path / "table1-ud-ewt").rglob("metrics.json")).parent
+    capsys.readouterr()
+    assert main([str(tmp_path / "table1-ud-ewt"), "--out", str(run / "stopping")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert (
+        len(err) == 1 and err[0].startswith("bockparse-stopping: --out ") and "is inside" in err[0]
+    )
+    assert not (run / "stopping").exists()
