@@ -66,11 +66,25 @@ def _decoder_argument(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--batch-size",
-        type=int,
+        type=_words_per_batch,
         default=None,
         metavar="WORDS",
         help="words per batch; default: the run's",
     )
+
+
+def _words_per_batch(text: str) -> int:
+    """``--batch-size``: a whole number of words from 1 to the cap on a model file's batch
+    size (:data:`bockparse.parser.settings.MAX_BATCH_WORDS`), refused before any work."""
+    from ..parser.settings import MAX_BATCH_WORDS
+
+    try:
+        words = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of words: {text!r}") from None
+    if not 1 <= words <= MAX_BATCH_WORDS:
+        raise argparse.ArgumentTypeError(f"{words} words: give 1 to {MAX_BATCH_WORDS:,}")
+    return words
 
 
 def _progress(stream) -> Callable[[int, int], None]:
