@@ -14,7 +14,7 @@ from pathlib import Path
 from ..data.conllu import DataError
 from ..experiments.runs import Discovery, discover
 from ..metrics import PUNCT_EXCLUSIONS
-from .command import Command
+from .command import Command, whole_number
 from .outputs import inside_problem, out_folder_problem
 
 
@@ -81,7 +81,7 @@ def table(argv: Sequence[str] | None = None) -> int:
     )
     command.add_argument(
         "--bootstrap",
-        type=int,
+        type=whole_number(0),
         metavar="N",
         default=0,
         help="also give each cell's sentence-level bootstrap interval of LAS, N resamples "
@@ -265,9 +265,11 @@ def rootstudy(argv: Sequence[str] | None = None) -> int:
     )
     command.add_argument("run", metavar="RUN_DIR")
     command.add_argument("--stage", choices=("val", "test"), default="val")
-    command.add_argument("--k", nargs="+", type=int, default=list(KS))
+    command.add_argument("--k", nargs="+", type=whole_number(1), default=list(KS))
     command.add_argument("--decoder", default=None, help="1-best decoder (default: the run's)")
-    command.add_argument("--max-sentences", type=int, default=None, help="the first N only")
+    command.add_argument(
+        "--max-sentences", type=whole_number(1), default=None, help="the first N only"
+    )
     command.add_argument(
         "--out", metavar="DIR", default=None, help="write rootstudy.md/.csv/.json/.png here"
     )

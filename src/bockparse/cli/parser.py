@@ -22,7 +22,7 @@ from pathlib import Path
 from ..data.conllu import DataError, is_standard_stream
 from ..metrics import format_scores
 from ..rundir import describe_os_error
-from .command import Command
+from .command import Command, whole_number
 from .metrics import add_punct_argument
 from .outputs import output_problem
 
@@ -59,6 +59,8 @@ def _model_argument(command: argparse.ArgumentParser) -> None:
 
 
 def _decoder_argument(command: argparse.ArgumentParser) -> None:
+    from ..parser.settings import MAX_BATCH_WORDS
+
     command.add_argument(
         "--decoder",
         default=None,
@@ -66,25 +68,12 @@ def _decoder_argument(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--batch-size",
-        type=_words_per_batch,
+        type=whole_number(1, MAX_BATCH_WORDS, "words"),
         default=None,
         metavar="WORDS",
-        help="words per batch; default: the run's",
+        help=f"words per batch, at most {MAX_BATCH_WORDS:,} (a model file's cap); default: the "
+        "run's",
     )
-
-
-def _words_per_batch(text: str) -> int:
-    """``--batch-size``: a whole number of words from 1 to the cap on a model file's batch
-    size (:data:`bockparse.parser.settings.MAX_BATCH_WORDS`), refused before any work."""
-    from ..parser.settings import MAX_BATCH_WORDS
-
-    try:
-        words = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of words: {text!r}") from None
-    if not 1 <= words <= MAX_BATCH_WORDS:
-        raise argparse.ArgumentTypeError(f"{words} words: give 1 to {MAX_BATCH_WORDS:,}")
-    return words
 
 
 def _progress(stream) -> Callable[[int, int], None]:

@@ -91,3 +91,18 @@ def test_command_studies_the_first_sentences_in_file_order(tmp_path, monkeypatch
     assert "2 sentences; 1-best by cle" in printed
     assert (out / "rootstudy.md").read_text(encoding="utf-8") == printed
     assert (out / "rootstudy.csv").is_file() and (out / "rootstudy.png").is_file()
+
+
+@pytest.mark.parametrize("option", [["--max-sentences", "-1"], ["--max-sentences", "0"],
+                                    ["--k", "5", "0"]])  # fmt: skip
+def test_counts_below_one_are_refused_before_any_work(option, tmp_path, capsys, monkeypatch):
+    """``--max-sentences -1`` used to drop the last sentence silently (a slice ``[:-1]``)."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the run was loaded before the arguments were checked")
+
+    monkeypatch.setattr(loading, "load_run", refuse)
+    with pytest.raises(SystemExit) as exit_:
+        rootstudy([str(tmp_path), *option])
+    assert exit_.value.code == 2
+    assert f"argument {option[0]}: " in capsys.readouterr().err
