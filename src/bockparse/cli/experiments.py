@@ -281,10 +281,10 @@ def rootstudy(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         return command.fail(err)
     decoder = args.decoder or str(run.cfg.decoder)
-    matrices = run_matrices(run, args.stage, args.max_sentences)
     try:
+        matrices = run_matrices(run, args.stage, args.max_sentences)
         rows = study_matrices(matrices, args.k, decoder)
-    except ValueError as err:
+    except (OSError, ValueError) as err:  # the split's file (DataError a ValueError), a decoder
         return command.fail(err)
     title = (
         f"Root-constraint violations on {args.run} ({run.cfg.name}, seed "
