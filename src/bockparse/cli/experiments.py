@@ -42,6 +42,15 @@ def _discover(runs: Sequence[str], out: str | None) -> tuple[Discovery | None, s
     return found, out_folder_problem(out, [run.path for run in found.runs])
 
 
+def _write_failure(err: OSError, out: str) -> str:
+    """One line for a report that could not be written into ``--out DIR`` (a full disk, no
+    right to write, a file where the folder should be), naming the folder (never the
+    atomic writer's temporary file)."""
+    from ..rundir import describe_os_error
+
+    return describe_os_error(err, out)
+
+
 def table(argv: Sequence[str] | None = None) -> int:
     """``bockparse-table RUN_DIR... [--out DIR] [--stage test|val] [--layout table1|grid]``."""
     from ..experiments.table import (
@@ -125,9 +134,12 @@ def table(argv: Sequence[str] | None = None) -> int:
             return command.fail(f"--bootstrap: {err}")
         print("\n" + boot, end="", flush=True)
     if args.out:
-        written = write_report(
-            groups, args.out, args.stage, args.layout, text, boot, plots=not args.no_plots
-        )
+        try:
+            written = write_report(
+                groups, args.out, args.stage, args.layout, text, boot, plots=not args.no_plots
+            )
+        except OSError as err:
+            return command.fail(_write_failure(err, args.out))
         print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 1 if args.strict and problems(groups) else 0
 
@@ -163,7 +175,10 @@ def stopping(argv: Sequence[str] | None = None) -> int:
     text = report(groups, found, " ".join(args.runs))
     print(text, end="", flush=True)
     if args.out:
-        write_stopping(groups, found, text, args.out, plots=not args.no_plots)
+        try:
+            write_stopping(groups, found, text, args.out, plots=not args.no_plots)
+        except OSError as err:
+            return command.fail(_write_failure(err, args.out))
     return 0
 
 
@@ -192,7 +207,10 @@ def reeval(argv: Sequence[str] | None = None) -> int:
     text, groups, failures = punct_report(found, args.stage, args.exclude_punct)
     print(text, end="", flush=True)
     if args.out:
-        write_punct_report(groups, text, args.out, args.stage)
+        try:
+            write_punct_report(groups, text, args.out, args.stage)
+        except OSError as err:
+            return command.fail(_write_failure(err, args.out))
     return 1 if failures else 0
 
 
@@ -248,7 +266,10 @@ def substitute(argv: Sequence[str] | None = None) -> int:
     text = "\n".join(texts)
     print(text, end="")
     if args.out:
-        substitution.write_reports(reports, text, args.out)
+        try:
+            substitution.write_reports(reports, text, args.out)
+        except OSError as err:
+            return command.fail(_write_failure(err, args.out))
     return 0
 
 
@@ -294,7 +315,10 @@ def rootstudy(argv: Sequence[str] | None = None) -> int:
     text = to_markdown(rows, title)
     print(text, end="", flush=True)
     if args.out:
-        write_study(rows, text, args.out, title=f"{args.run}: {args.stage}")
+        try:
+            write_study(rows, text, args.out, title=f"{args.run}: {args.stage}")
+        except OSError as err:
+            return command.fail(_write_failure(err, args.out))
     return 0
 
 

@@ -82,3 +82,19 @@ def test_test_las_against_the_best_update_and_the_command(make_run, tmp_path, ca
         len(err) == 1 and err[0].startswith("bockparse-stopping: --out ") and "is inside" in err[0]
     )
     assert not (run / "stopping").exists()
+
+
+def test_a_report_that_cannot_be_written_is_one_line(make_run, tmp_path, capsys):
+    """``--out`` under a file (no folder can be made there): one line naming it, exit 1."""
+    for condition in ("local-ce-cle", "hinge-cle", "hinge-bock"):
+        for seed in (1, 2, 3):
+            top = 200 + 100 * seed
+            curve = {u: 80.0 + u / 100 for u in range(100, top + 100, 100)}
+            curve[top + 100] = curve[top] - 0.1
+            _run(make_run, condition, seed, curve, 90.0 + seed / 10)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main([str(tmp_path / "table1-ud-ewt"), "--out", str(blocker / "out")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"bockparse-stopping: cannot write {blocker / 'out'}: a part of the path is "
+                   "not a folder"]  # fmt: skip
