@@ -247,10 +247,13 @@ def report(groups: Sequence[Group], found: Sequence[Pair], source: str) -> str:
         test = np.array([s.test for s in share])
         best = np.array([s.best_difference for s in share], dtype=float)
         same = int(np.sum(np.sign(test) == np.sign(best)))
-        rho = sps.spearmanr(test, best).statistic
+        # ρ is undefined when either side is constant (scipy warns and gives nan).
+        rho = "undefined (one side is constant)"
+        if np.ptp(test) > 0 and np.ptp(best) > 0:
+            rho = f"{sps.spearmanr(test, best).statistic:.2f}"
         parts.append(
             f"Signs: in {same} of {len(share)} paired comparisons the test-LAS difference has the "
-            f"sign of the best-update difference; Spearman's ρ between the two is {rho:.2f} "
+            f"sign of the best-update difference; Spearman's ρ between the two is {rho} "
             "(`scipy.stats.spearmanr`; the comparisons share runs, and the third of each "
             "treebank and seed is the sum of the other two, so no p-value is given)."
         )
