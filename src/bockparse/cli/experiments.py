@@ -256,7 +256,7 @@ def substitute(argv: Sequence[str] | None = None) -> int:
             report = substitution.substitute(run_dir, args.stages, args.decoders, args.scores)
         except (FileNotFoundError, ValueError) as err:
             return command.fail(err)
-        if report["condition"] != "local-ce" and not report["condition"].startswith("local-ce"):
+        if not report["condition"].startswith("local-ce"):
             command.report(
                 f"note: {run_dir} is a {report['condition']} run; the paper substitutes "
                 "decoders in local-CE models"
