@@ -161,7 +161,7 @@ def _reproduced(run, stage, order, heads, labels) -> dict[str, Any] | None:
     path = prediction_file(run.path, stage)
     if decoder not in heads or not path.is_file():
         return None
-    saved = read_conllu(path, single_root=False, on_malformed="error")
+    saved = read_conllu(path, single_root=False, on_malformed="error", skip_option=None)
     itos = run.relations
     same = 0
     for index in order:
