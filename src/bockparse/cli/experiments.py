@@ -30,6 +30,12 @@ def _runs_command(prog: str, description: str) -> Command:
     return command
 
 
+def _out_argument(command: Command, writes: str) -> None:
+    """The optional ``--out DIR`` of a report command: what it ``writes`` there (the folder is
+    made if missing; checked before any work, :func:`out_folder_problem`)."""
+    command.add_argument("--out", metavar="DIR", default=None, help=f"{writes} here")
+
+
 def _discover(runs: Sequence[str], out: str | None) -> tuple[Discovery | None, str | None]:
     """The runs found under the folders ``runs``, and why the command cannot go on (``None``
     when it can): a folder missing, no run found, or ``--out`` inside a run read."""
@@ -68,12 +74,7 @@ def table(argv: Sequence[str] | None = None) -> int:
         "Table 1 (mean ± sample std over seeds, paired LAS differences) or the loss × decoder "
         "grid from bockparse-train run folders.",
     )
-    command.add_argument(
-        "--out",
-        metavar="DIR",
-        default=None,
-        help="also write table1.md/.csv (or ablation.md/.csv) and the plots here",
-    )
+    _out_argument(command, "also write table1.md/.csv (or ablation.md/.csv) and the plots")
     command.add_argument("--stage", choices=("test", "val"), default="test")
     command.add_argument("--layout", choices=("table1", "grid"), default="table1")
     command.add_argument(
@@ -155,12 +156,7 @@ def stopping(argv: Sequence[str] | None = None) -> int:
         "Stop time against Table 1's paired differences, from run folders: dev-LAS "
         "differences at matched updates, test LAS against the best update.",
     )
-    command.add_argument(
-        "--out",
-        metavar="DIR",
-        default=None,
-        help="also write stopping.md, matched.csv, seeds.csv and the two figures here",
-    )
+    _out_argument(command, "also write stopping.md, matched.csv, seeds.csv and the two figures")
     command.add_argument("--no-plots", action="store_true", help="with --out: tables only")
     args = command.parse_args(argv)
     found_runs, problem = _discover(args.runs, args.out)
@@ -197,9 +193,7 @@ def reeval(argv: Sequence[str] | None = None) -> int:
         help="auto: from each run's data config (punct_field, punct_tags)",
     )
     command.add_argument("--stage", choices=("test", "val"), default="test")
-    command.add_argument(
-        "--out", metavar="DIR", default=None, help="write table1-punct.md and table1-punct.csv here"
-    )
+    _out_argument(command, "write table1-punct.md and table1-punct.csv")
     args = command.parse_args(argv)
     found, problem = _discover(args.runs, args.out)
     if problem is not None:
@@ -241,12 +235,7 @@ def substitute(argv: Sequence[str] | None = None) -> int:
         help="the matrices decoded: the scorer's arc scores, or their log-softmax over heads "
         "as Stanza decodes (auto: log-softmax when stanza-cle is compared)",
     )
-    command.add_argument(
-        "--out",
-        metavar="DIR",
-        default=None,
-        help="write substitution.md and substitution.json here",
-    )
+    _out_argument(command, "write substitution.md and substitution.json")
     args = command.parse_args(argv)
     if problem := out_folder_problem(args.out, args.runs):
         return command.fail(problem)
@@ -291,9 +280,7 @@ def rootstudy(argv: Sequence[str] | None = None) -> int:
     command.add_argument(
         "--max-sentences", type=whole_number(1), default=None, help="the first N only"
     )
-    command.add_argument(
-        "--out", metavar="DIR", default=None, help="write rootstudy.md/.csv/.json/.png here"
-    )
+    _out_argument(command, "write rootstudy.md/.csv/.json/.png")
     args = command.parse_args(argv)
     if problem := out_folder_problem(args.out, [args.run]):
         return command.fail(problem)
