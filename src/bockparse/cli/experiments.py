@@ -8,8 +8,10 @@ The modules that load a model (torch) are imported on call.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from ..data.conllu import DataError
 from ..experiments.runs import Discovery, discover
@@ -48,13 +50,16 @@ def _discover(runs: Sequence[str], out: str | None) -> tuple[Discovery | None, s
     return found, out_folder_problem(out, [run.path for run in found.runs])
 
 
-def _write_failure(err: OSError, out: str) -> str:
-    """One line for a report that could not be written into ``--out DIR`` (a full disk, no
-    right to write, a file where the folder should be), naming the folder (never the
-    atomic writer's temporary file)."""
+def _write(out: str, write: Callable[[], Any]) -> tuple[Any, str | None]:
+    """Run ``write`` (a report into ``--out DIR``): what it returns and ``None``, or ``None``
+    and one line for a failed write (a full disk, no right to write, a file where the folder
+    should be) naming the folder, never the atomic writer's temporary file."""
     from ..rundir import describe_os_error
 
-    return describe_os_error(err, out)
+    try:
+        return write(), None
+    except OSError as err:
+        return None, describe_os_error(err, out)
 
 
 def table(argv: Sequence[str] | None = None) -> int:
@@ -135,12 +140,11 @@ def table(argv: Sequence[str] | None = None) -> int:
             return command.fail(f"--bootstrap: {err}")
         print("\n" + boot, end="", flush=True)
     if args.out:
-        try:
-            written = write_report(
-                groups, args.out, args.stage, args.layout, text, boot, plots=not args.no_plots
-            )
-        except OSError as err:
-            return command.fail(_write_failure(err, args.out))
+        written, problem = _write(args.out, partial(
+            write_report, groups, args.out, args.stage, args.layout, text, boot,
+            plots=not args.no_plots))  # fmt: skip
+        if problem:
+            return command.fail(problem)
         print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 1 if args.strict and problems(groups) else 0
 
@@ -170,11 +174,9 @@ def stopping(argv: Sequence[str] | None = None) -> int:
         )
     text = report(groups, found, " ".join(args.runs))
     print(text, end="", flush=True)
-    if args.out:
-        try:
-            write_stopping(groups, found, text, args.out, plots=not args.no_plots)
-        except OSError as err:
-            return command.fail(_write_failure(err, args.out))
+    write = partial(write_stopping, groups, found, text, args.out, plots=not args.no_plots)
+    if args.out and (problem := _write(args.out, write)[1]):
+        return command.fail(problem)
     return 0
 
 
@@ -200,11 +202,9 @@ def reeval(argv: Sequence[str] | None = None) -> int:
         return command.fail(problem, 2)
     text, groups, failures = punct_report(found, args.stage, args.exclude_punct)
     print(text, end="", flush=True)
-    if args.out:
-        try:
-            write_punct_report(groups, text, args.out, args.stage)
-        except OSError as err:
-            return command.fail(_write_failure(err, args.out))
+    write = partial(write_punct_report, groups, text, args.out, args.stage)
+    if args.out and (problem := _write(args.out, write)[1]):
+        return command.fail(problem)
     return 1 if failures else 0
 
 
@@ -254,11 +254,9 @@ def substitute(argv: Sequence[str] | None = None) -> int:
         texts.append(substitution.to_markdown(report))
     text = "\n".join(texts)
     print(text, end="")
-    if args.out:
-        try:
-            substitution.write_reports(reports, text, args.out)
-        except OSError as err:
-            return command.fail(_write_failure(err, args.out))
+    write = partial(substitution.write_reports, reports, text, args.out)
+    if args.out and (problem := _write(args.out, write)[1]):
+        return command.fail(problem)
     return 0
 
 
@@ -301,11 +299,9 @@ def rootstudy(argv: Sequence[str] | None = None) -> int:
     )
     text = to_markdown(rows, title)
     print(text, end="", flush=True)
-    if args.out:
-        try:
-            write_study(rows, text, args.out, title=f"{args.run}: {args.stage}")
-        except OSError as err:
-            return command.fail(_write_failure(err, args.out))
+    write = partial(write_study, rows, text, args.out, title=f"{args.run}: {args.stage}")
+    if args.out and (problem := _write(args.out, write)[1]):
+        return command.fail(problem)
     return 0
 
 
