@@ -336,7 +336,9 @@ def publish(argv: Sequence[str] | None = None) -> int:
         except FileNotFoundError as err:
             return command.fail(err, 2)
         for run in found.runs:
-            relative = run.path.relative_to(root) if run.path != root else Path(root.name)
+            # A run given itself goes under its folder's name (``.`` resolved to it).
+            relative = (run.path.relative_to(root) if run.path != root
+                        else Path(root.resolve().name))  # fmt: skip
             try:
                 written = publish_run(run.path, out / relative, out)
             except FileNotFoundError as err:
