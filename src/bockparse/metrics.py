@@ -323,8 +323,8 @@ def aligned_files(gold_path: str, pred_path: str) -> tuple[list[Sentence], list[
     """
     if is_standard_stream(gold_path) and is_standard_stream(pred_path):
         raise DataError("the gold and the predicted file cannot both be standard input (-)")
-    gold = read_conllu(gold_path, single_root=False, on_malformed="error")
-    pred = read_conllu(pred_path, single_root=False, on_malformed="error")
+    gold = read_conllu(gold_path, single_root=False, on_malformed="error", skip_option=None)
+    pred = read_conllu(pred_path, single_root=False, on_malformed="error", skip_option=None)
     gold_path, pred_path = source_name(gold_path), source_name(pred_path)
     if len(gold) != len(pred):
         raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")

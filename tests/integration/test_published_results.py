@@ -5,7 +5,7 @@ plateau, and its ``first-budget``, 400 and 300 updates) and the loss × decoder 
 ``experiments/ablation``; with the gold treebanks, both stand-ins' sentence-level bootstrap
 intervals, their punctuation-excluded re-evaluations, the transition-vs-graph summary and the
 ablation's decoder comparison regenerate too. The stop-time analysis of the plateau runs
-(``python -m bockparse.experiments.stopping``) regenerates from the committed curves alone."""
+(``bockparse-stopping``) regenerates from the committed curves alone."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_a_published_table_regenerates_from_its_committed_runs(table, tmp_path, 
 def test_the_stop_time_analysis_regenerates(tmp_path, monkeypatch):
     """``experiments/table1-ud/stopping``: the tables byte for byte from the committed run
     folders' curves and metrics; the figures are produced."""
-    from bockparse.experiments.stopping import main as stopping_main
+    from bockparse.cli.experiments import stopping as stopping_main
 
     monkeypatch.chdir(REPO)  # the report names the run folders as given, relative to the repo
     assert stopping_main([PUBLISHED["table1-ud"][0], "--out", str(tmp_path)]) == 0

@@ -90,6 +90,11 @@ def table() -> int:
     return run("bockparse.cli.experiments", "table")
 
 
+def stopping() -> int:
+    """``bockparse-stopping`` (:func:`bockparse.cli.experiments.stopping`)."""
+    return run("bockparse.cli.experiments", "stopping")
+
+
 def substitute() -> int:
     """``bockparse-substitute`` (:func:`bockparse.cli.experiments.substitute`)."""
     return run("bockparse.cli.experiments", "substitute")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from importlib import metadata
 
 
@@ -20,6 +21,25 @@ def version() -> str:
     except metadata.PackageNotFoundError:
         from .. import __version__ as number
     return f"bockparse {number}"
+
+
+def whole_number(least: int, most: int | None = None, unit: str = "") -> Callable[[str], int]:
+    """An argument type: a whole number from ``least`` to ``most`` (no upper bound when
+    ``None``), else argparse's one-line usage error (exit status 2) before any work;
+    ``unit`` names what is counted in the message."""
+    what = f" {unit}" if unit else ""
+
+    def parse(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number{what}: {text!r}") from None
+        if number < least or (most is not None and number > most):
+            bound = f"{least:,} to {most:,}" if most is not None else f"at least {least:,}"
+            raise argparse.ArgumentTypeError(f"{number:,}{what}: give {bound}")
+        return number
+
+    return parse
 
 
 class Command(argparse.ArgumentParser):

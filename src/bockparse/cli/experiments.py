@@ -1,6 +1,6 @@
 """The console scripts of the experiments (:mod:`bockparse.experiments`): ``bockparse-table``,
-``-reeval``, ``-substitute``, ``-rootstudy`` and ``-publish``. Each parses its arguments,
-checks ``--out`` before any work (:mod:`bockparse.cli.outputs`), calls the experiment
+``-stopping``, ``-reeval``, ``-substitute``, ``-rootstudy`` and ``-publish``. Each parses its
+arguments, checks ``--out`` before any work (:mod:`bockparse.cli.outputs`), calls the experiment
 module's functions and reports a problem in one line (:class:`~bockparse.cli.command.Command`).
 The modules that load a model (torch) are imported on call.
 """
@@ -8,13 +8,15 @@ The modules that load a model (torch) are imported on call.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from ..data.conllu import DataError
 from ..experiments.runs import Discovery, discover
 from ..metrics import PUNCT_EXCLUSIONS
-from .command import Command
+from .command import Command, whole_number
 from .outputs import inside_problem, out_folder_problem
 
 
@@ -30,6 +32,12 @@ def _runs_command(prog: str, description: str) -> Command:
     return command
 
 
+def _out_argument(command: Command, writes: str) -> None:
+    """The optional ``--out DIR`` of a report command: what it ``writes`` there (the folder is
+    made if missing; checked before any work, :func:`out_folder_problem`)."""
+    command.add_argument("--out", metavar="DIR", default=None, help=f"{writes} here")
+
+
 def _discover(runs: Sequence[str], out: str | None) -> tuple[Discovery | None, str | None]:
     """The runs found under the folders ``runs``, and why the command cannot go on (``None``
     when it can): a folder missing, no run found, or ``--out`` inside a run read."""
@@ -40,6 +48,18 @@ def _discover(runs: Sequence[str], out: str | None) -> tuple[Discovery | None, s
     if not found.runs:
         return None, f"no run folders under {', '.join(runs)}"
     return found, out_folder_problem(out, [run.path for run in found.runs])
+
+
+def _write(out: str, write: Callable[[], Any]) -> tuple[Any, str | None]:
+    """Run ``write`` (a report into ``--out DIR``): what it returns and ``None``, or ``None``
+    and one line for a failed write (a full disk, no right to write, a file where the folder
+    should be) naming the folder, never the atomic writer's temporary file."""
+    from ..rundir import describe_os_error
+
+    try:
+        return write(), None
+    except OSError as err:
+        return None, describe_os_error(err, out)
 
 
 def table(argv: Sequence[str] | None = None) -> int:
@@ -59,12 +79,7 @@ def table(argv: Sequence[str] | None = None) -> int:
         "Table 1 (mean ± sample std over seeds, paired LAS differences) or the loss × decoder "
         "grid from bockparse-train run folders.",
     )
-    command.add_argument(
-        "--out",
-        metavar="DIR",
-        default=None,
-        help="also write table1.md/.csv (or ablation.md/.csv) and the plots here",
-    )
+    _out_argument(command, "also write table1.md/.csv (or ablation.md/.csv) and the plots")
     command.add_argument("--stage", choices=("test", "val"), default="test")
     command.add_argument("--layout", choices=("table1", "grid"), default="table1")
     command.add_argument(
@@ -81,7 +96,7 @@ def table(argv: Sequence[str] | None = None) -> int:
     )
     command.add_argument(
         "--bootstrap",
-        type=int,
+        type=whole_number(0),
         metavar="N",
         default=0,
         help="also give each cell's sentence-level bootstrap interval of LAS, N resamples "
@@ -125,11 +140,44 @@ def table(argv: Sequence[str] | None = None) -> int:
             return command.fail(f"--bootstrap: {err}")
         print("\n" + boot, end="", flush=True)
     if args.out:
-        written = write_report(
-            groups, args.out, args.stage, args.layout, text, boot, plots=not args.no_plots
-        )
+        written, problem = _write(args.out, partial(
+            write_report, groups, args.out, args.stage, args.layout, text, boot,
+            plots=not args.no_plots))  # fmt: skip
+        if problem:
+            return command.fail(problem)
         print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 1 if args.strict and problems(groups) else 0
+
+
+def stopping(argv: Sequence[str] | None = None) -> int:
+    """``bockparse-stopping RUN_DIR... [--out DIR] [--no-plots]``: the stop-time analysis
+    (:mod:`bockparse.experiments.stopping`)."""
+    from ..experiments.stopping import pairs, report, write_stopping
+    from ..experiments.table import aggregate
+
+    command = _runs_command(
+        "bockparse-stopping",
+        "Stop time against Table 1's paired differences, from run folders: dev-LAS "
+        "differences at matched updates, test LAS against the best update.",
+    )
+    _out_argument(command, "also write stopping.md, matched.csv, seeds.csv and the two figures")
+    command.add_argument("--no-plots", action="store_true", help="with --out: tables only")
+    args = command.parse_args(argv)
+    found_runs, problem = _discover(args.runs, args.out)
+    if problem is not None:
+        return command.fail(problem, 2)
+    groups = aggregate(found_runs)
+    found = pairs(groups)
+    if not found:
+        return command.fail(
+            f"no paired runs with development curves under {', '.join(args.runs)}", 2
+        )
+    text = report(groups, found, " ".join(args.runs))
+    print(text, end="", flush=True)
+    write = partial(write_stopping, groups, found, text, args.out, plots=not args.no_plots)
+    if args.out and (problem := _write(args.out, write)[1]):
+        return command.fail(problem)
+    return 0
 
 
 def reeval(argv: Sequence[str] | None = None) -> int:
@@ -147,17 +195,16 @@ def reeval(argv: Sequence[str] | None = None) -> int:
         help="auto: from each run's data config (punct_field, punct_tags)",
     )
     command.add_argument("--stage", choices=("test", "val"), default="test")
-    command.add_argument(
-        "--out", metavar="DIR", default=None, help="write table1-punct.md and table1-punct.csv here"
-    )
+    _out_argument(command, "write table1-punct.md and table1-punct.csv")
     args = command.parse_args(argv)
     found, problem = _discover(args.runs, args.out)
     if problem is not None:
         return command.fail(problem, 2)
     text, groups, failures = punct_report(found, args.stage, args.exclude_punct)
     print(text, end="", flush=True)
-    if args.out:
-        write_punct_report(groups, text, args.out, args.stage)
+    write = partial(write_punct_report, groups, text, args.out, args.stage)
+    if args.out and (problem := _write(args.out, write)[1]):
+        return command.fail(problem)
     return 1 if failures else 0
 
 
@@ -188,12 +235,7 @@ def substitute(argv: Sequence[str] | None = None) -> int:
         help="the matrices decoded: the scorer's arc scores, or their log-softmax over heads "
         "as Stanza decodes (auto: log-softmax when stanza-cle is compared)",
     )
-    command.add_argument(
-        "--out",
-        metavar="DIR",
-        default=None,
-        help="write substitution.md and substitution.json here",
-    )
+    _out_argument(command, "write substitution.md and substitution.json")
     args = command.parse_args(argv)
     if problem := out_folder_problem(args.out, args.runs):
         return command.fail(problem)
@@ -203,7 +245,7 @@ def substitute(argv: Sequence[str] | None = None) -> int:
             report = substitution.substitute(run_dir, args.stages, args.decoders, args.scores)
         except (FileNotFoundError, ValueError) as err:
             return command.fail(err)
-        if report["condition"] != "local-ce" and not report["condition"].startswith("local-ce"):
+        if not report["condition"].startswith("local-ce"):
             command.report(
                 f"note: {run_dir} is a {report['condition']} run; the paper substitutes "
                 "decoders in local-CE models"
@@ -212,8 +254,9 @@ def substitute(argv: Sequence[str] | None = None) -> int:
         texts.append(substitution.to_markdown(report))
     text = "\n".join(texts)
     print(text, end="")
-    if args.out:
-        substitution.write_reports(reports, text, args.out)
+    write = partial(substitution.write_reports, reports, text, args.out)
+    if args.out and (problem := _write(args.out, write)[1]):
+        return command.fail(problem)
     return 0
 
 
@@ -230,12 +273,12 @@ def rootstudy(argv: Sequence[str] | None = None) -> int:
     )
     command.add_argument("run", metavar="RUN_DIR")
     command.add_argument("--stage", choices=("val", "test"), default="val")
-    command.add_argument("--k", nargs="+", type=int, default=list(KS))
+    command.add_argument("--k", nargs="+", type=whole_number(1), default=list(KS))
     command.add_argument("--decoder", default=None, help="1-best decoder (default: the run's)")
-    command.add_argument("--max-sentences", type=int, default=None, help="the first N only")
     command.add_argument(
-        "--out", metavar="DIR", default=None, help="write rootstudy.md/.csv/.json/.png here"
+        "--max-sentences", type=whole_number(1), default=None, help="the first N only"
     )
+    _out_argument(command, "write rootstudy.md/.csv/.json/.png")
     args = command.parse_args(argv)
     if problem := out_folder_problem(args.out, [args.run]):
         return command.fail(problem)
@@ -244,10 +287,10 @@ def rootstudy(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         return command.fail(err)
     decoder = args.decoder or str(run.cfg.decoder)
-    matrices = run_matrices(run, args.stage, args.max_sentences)
     try:
+        matrices = run_matrices(run, args.stage, args.max_sentences)
         rows = study_matrices(matrices, args.k, decoder)
-    except ValueError as err:
+    except (OSError, ValueError) as err:  # the split's file (DataError a ValueError), a decoder
         return command.fail(err)
     title = (
         f"Root-constraint violations on {args.run} ({run.cfg.name}, seed "
@@ -256,8 +299,9 @@ def rootstudy(argv: Sequence[str] | None = None) -> int:
     )
     text = to_markdown(rows, title)
     print(text, end="", flush=True)
-    if args.out:
-        write_study(rows, text, args.out, title=f"{args.run}: {args.stage}")
+    write = partial(write_study, rows, text, args.out, title=f"{args.run}: {args.stage}")
+    if args.out and (problem := _write(args.out, write)[1]):
+        return command.fail(problem)
     return 0
 
 
@@ -292,7 +336,9 @@ def publish(argv: Sequence[str] | None = None) -> int:
         except FileNotFoundError as err:
             return command.fail(err, 2)
         for run in found.runs:
-            relative = run.path.relative_to(root) if run.path != root else Path(root.name)
+            # A run given itself goes under its folder's name (``.`` resolved to it).
+            relative = (run.path.relative_to(root) if run.path != root
+                        else Path(root.resolve().name))  # fmt: skip
             try:
                 written = publish_run(run.path, out / relative, out)
             except FileNotFoundError as err:

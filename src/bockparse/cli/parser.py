@@ -22,7 +22,7 @@ from pathlib import Path
 from ..data.conllu import DataError, is_standard_stream
 from ..metrics import format_scores
 from ..rundir import describe_os_error
-from .command import Command
+from .command import Command, whole_number
 from .metrics import add_punct_argument
 from .outputs import output_problem
 
@@ -59,6 +59,8 @@ def _model_argument(command: argparse.ArgumentParser) -> None:
 
 
 def _decoder_argument(command: argparse.ArgumentParser) -> None:
+    from ..parser.settings import MAX_BATCH_WORDS
+
     command.add_argument(
         "--decoder",
         default=None,
@@ -66,10 +68,11 @@ def _decoder_argument(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--batch-size",
-        type=int,
+        type=whole_number(1, MAX_BATCH_WORDS, "words"),
         default=None,
         metavar="WORDS",
-        help="words per batch; default: the run's",
+        help=f"words per batch, at most {MAX_BATCH_WORDS:,} (a model file's cap); default: the "
+        "run's",
     )
 
 

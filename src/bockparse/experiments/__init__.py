@@ -3,5 +3,6 @@ substitution, punctuation re-evaluation, the root-constraint study, plots, and p
 
 The work lives here (:mod:`.table`, :mod:`.stopping`, :mod:`.substitute`, :mod:`.reeval`,
 :mod:`.rootstudy`, :mod:`.publish`); the console scripts over it (``bockparse-table``,
-``-substitute``, ``-reeval``, ``-rootstudy``, ``-publish``) are in :mod:`bockparse.cli.experiments`.
+``-stopping``, ``-substitute``, ``-reeval``, ``-rootstudy``, ``-publish``) are in
+:mod:`bockparse.cli.experiments`.
 """

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..data.conllu import DataError
 from ..metrics import NAMES, evaluate_files, punct_exclusion
+from ..rundir import write_atomic
 from .loading import gold_file
 from .runs import Discovery, Run, prediction_file
 from .table import Group, aggregate, render, write_csv
@@ -115,5 +116,5 @@ def write_punct_report(groups: list[Group], text: str, out: str | Path, stage: s
     into the folder ``out`` (made if missing)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "table1-punct.md").write_text(text, encoding="utf-8")
+    write_atomic(out / "table1-punct.md", text)
     write_csv(groups, out / "table1-punct.csv", stage)

@@ -13,6 +13,7 @@ trees); percentages are over the trees returned. The K-best lists are prefixes o
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..decoders import decode, get_decoder, kbest
+from ..rundir import write_atomic
 from .loading import LoadedRun, scored_sentences
 
 KS = (5, 10, 20, 50)
@@ -135,15 +137,16 @@ def run_matrices(run: LoadedRun, stage: str, max_sentences: int | None = None) -
 def write_study(rows: Sequence[dict[str, Any]], text: str, out: str | Path, title: str) -> None:
     """Write the printed report ``text`` as ``rootstudy.md``, the ``rows`` of
     :func:`study_matrices` as ``rootstudy.json`` and ``.csv``, and their plot titled ``title``
-    as ``rootstudy.png`` into the folder ``out`` (made if missing)."""
+    as ``rootstudy.png`` into the folder ``out`` (made if missing); the tables atomically."""
     from .plots import plot_root_violations
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "rootstudy.md").write_text(text, encoding="utf-8")
-    (out / "rootstudy.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-    with open(out / "rootstudy.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_atomic(out / "rootstudy.md", text)
+    write_atomic(out / "rootstudy.json", json.dumps(rows, indent=2) + "\n")
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(out / "rootstudy.csv", table.getvalue())
     plot_root_violations(rows, out / "rootstudy.png", title=title)

@@ -23,17 +23,15 @@ Three readings:
    run's gain after the matched update. Beside it, the test-LAS difference and the part the
    pooled slope predicts from the best-update difference.
 
-``python -m bockparse.experiments.stopping experiments/table1-ud/runs --out
-experiments/table1-ud/stopping`` writes ``stopping.md``, ``matched.csv``, ``seeds.csv``,
+``bockparse-stopping experiments/table1-ud/runs --out experiments/table1-ud/stopping``
+(:func:`bockparse.cli.experiments.stopping`) writes ``stopping.md``, ``matched.csv``, ``seeds.csv``,
 ``matched_dev.png`` and ``test_vs_best.png``.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,9 +41,9 @@ from scipy import stats as sps
 
 from ..rundir import write_atomic
 from .rows import row_label
-from .runs import Run, dev_curve, discover, metric
+from .runs import Run, dev_curve, metric
 from .stats import paired_test
-from .table import COMPARISONS, MARGIN, Group, aggregate, fmt_signed
+from .table import COMPARISONS, MARGIN, Group, fmt_signed
 
 LEVEL = 0.90  # the interval of the mean difference over seeds
 TABLE_EVERY = 500  # stopping.md lists the matched differences every this many updates
@@ -249,10 +247,13 @@ def report(groups: Sequence[Group], found: Sequence[Pair], source: str) -> str:
         test = np.array([s.test for s in share])
         best = np.array([s.best_difference for s in share], dtype=float)
         same = int(np.sum(np.sign(test) == np.sign(best)))
-        rho = sps.spearmanr(test, best).statistic
+        # ρ is undefined when either side is constant (scipy warns and gives nan).
+        rho = "undefined (one side is constant)"
+        if np.ptp(test) > 0 and np.ptp(best) > 0:
+            rho = f"{sps.spearmanr(test, best).statistic:.2f}"
         parts.append(
             f"Signs: in {same} of {len(share)} paired comparisons the test-LAS difference has the "
-            f"sign of the best-update difference; Spearman's ρ between the two is {rho:.2f} "
+            f"sign of the best-update difference; Spearman's ρ between the two is {rho} "
             "(`scipy.stats.spearmanr`; the comparisons share runs, and the third of each "
             "treebank and seed is the sum of the other two, so no p-value is given)."
         )
@@ -331,51 +332,25 @@ def seeds_csv(share: Sequence[Share]) -> str:
                 rows)  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m bockparse.experiments.stopping",
-        description="Stop time against Table 1's paired differences, from run folders: dev-LAS "
-        "differences at matched updates, test LAS against the best update.",
-    )
-    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run or sweep folders")
-    parser.add_argument("--out", metavar="DIR", default=None, help="write the tables here")
-    parser.add_argument("--no-plots", action="store_true", help="with --out: tables only")
-    return parser
+def write_stopping(
+    groups: Sequence[Group], found: Sequence[Pair], text: str, out: str | Path, plots: bool = True
+) -> list[Path]:
+    """Write the printed report ``text`` as ``stopping.md``, ``matched.csv``, ``seeds.csv``
+    and, with ``plots``, the two figures into the folder ``out`` (made if missing); the paths
+    written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "stopping.md", out / "matched.csv", out / "seeds.csv"]
+    write_atomic(written[0], text)
+    header = ["treebank", "comparison", "update", "seed", "dev_difference", "ci_low",
+              "ci_high"]  # fmt: skip
+    write_atomic(written[1], _csv(header, matched_rows(found)))
+    fits, slope = regressions(groups)
+    write_atomic(written[2], seeds_csv(shares(found, slope)))
+    if plots:
+        from .plots import plot_matched_differences, plot_test_vs_best
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print ``stopping.md``; with ``--out`` also write it, ``matched.csv``, ``seeds.csv`` and
-    the two figures."""
-    args = build_parser().parse_args(argv)
-    try:
-        found_runs = discover(args.runs)
-    except FileNotFoundError as err:
-        print(f"stopping: {err}", file=sys.stderr)
-        return 2
-    groups = aggregate(found_runs)
-    found = pairs(groups)
-    if not found:
-        print(f"stopping: no paired runs with development curves under {', '.join(args.runs)}",
-              file=sys.stderr)  # fmt: skip
-        return 2
-    text = report(groups, found, " ".join(args.runs))
-    print(text, end="")
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_atomic(out / "stopping.md", text)
-        header = ["treebank", "comparison", "update", "seed", "dev_difference", "ci_low",
-                  "ci_high"]  # fmt: skip
-        write_atomic(out / "matched.csv", _csv(header, matched_rows(found)))
-        fits, slope = regressions(groups)
-        write_atomic(out / "seeds.csv", seeds_csv(shares(found, slope)))
-        if not args.no_plots:
-            from .plots import plot_matched_differences, plot_test_vs_best
-
-            plot_matched_differences(found, out / "matched_dev.png")
-            plot_test_vs_best(groups, fits, out / "test_vs_best.png")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        written += [out / "matched_dev.png", out / "test_vs_best.png"]
+        plot_matched_differences(found, written[3])
+        plot_test_vs_best(groups, fits, written[4])
+    return written

@@ -33,6 +33,7 @@ from ..decoders import get_decoder, tree_score
 from ..losses.common import normalized_arc_scores
 from ..metrics import COUNTS, batch_counts, check_punct_exclusion, rates
 from ..predict import predict_trees, sentence_rows
+from ..rundir import write_atomic
 from .loading import LoadedRun, load_run, scored_batches
 from .runs import prediction_file
 
@@ -160,7 +161,7 @@ def _reproduced(run, stage, order, heads, labels) -> dict[str, Any] | None:
     path = prediction_file(run.path, stage)
     if decoder not in heads or not path.is_file():
         return None
-    saved = read_conllu(path, single_root=False, on_malformed="error")
+    saved = read_conllu(path, single_root=False, on_malformed="error", skip_option=None)
     itos = run.relations
     same = 0
     for index in order:
@@ -232,8 +233,9 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def write_reports(reports: Sequence[dict[str, Any]], text: str, out: str | Path) -> None:
     """Write the printed report ``text`` as ``substitution.md`` and the ``reports`` of
-    :func:`substitute` as ``substitution.json`` into the folder ``out`` (made if missing)."""
+    :func:`substitute` as ``substitution.json`` into the folder ``out`` (made if missing),
+    atomically."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "substitution.md").write_text(text, encoding="utf-8")
-    (out / "substitution.json").write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / "substitution.md", text)
+    write_atomic(out / "substitution.json", json.dumps(reports, indent=2) + "\n")

@@ -164,3 +164,14 @@ def test_out_inside_or_holding_an_input_folder_is_refused(tmp_path, capsys):
         line = capsys.readouterr().err.strip()
         assert str(out) in line and str(given) in line and "\n" not in line, line
         assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_run_given_as_dot_goes_under_its_own_name(tmp_path, monkeypatch, capsys):
+    """``bockparse-publish . --out DIR`` from inside a run folder: the run's files go to
+    ``DIR/<run folder name>``, as for a run named by its path, not loose into ``DIR``."""
+    run = _finished_run(tmp_path)
+    monkeypatch.chdir(run)
+    out = tmp_path / "published"
+    assert main([".", "--out", str(out)]) == 0
+    assert (out / run.name / "metrics.json").read_bytes() == (run / "metrics.json").read_bytes()
+    assert not (out / "metrics.json").exists()

@@ -91,3 +91,33 @@ def test_command_studies_the_first_sentences_in_file_order(tmp_path, monkeypatch
     assert "2 sentences; 1-best by cle" in printed
     assert (out / "rootstudy.md").read_text(encoding="utf-8") == printed
     assert (out / "rootstudy.csv").is_file() and (out / "rootstudy.png").is_file()
+
+
+@pytest.mark.parametrize("option", [["--max-sentences", "-1"], ["--max-sentences", "0"],
+                                    ["--k", "5", "0"]])  # fmt: skip
+def test_counts_below_one_are_refused_before_any_work(option, tmp_path, capsys, monkeypatch):
+    """``--max-sentences -1`` used to drop the last sentence silently (a slice ``[:-1]``)."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the run was loaded before the arguments were checked")
+
+    monkeypatch.setattr(loading, "load_run", refuse)
+    with pytest.raises(SystemExit) as exit_:
+        rootstudy([str(tmp_path), *option])
+    assert exit_.value.code == 2
+    assert f"argument {option[0]}: " in capsys.readouterr().err
+
+
+def test_a_split_that_cannot_be_read_is_one_line(tmp_path, capsys, monkeypatch):
+    """The run's development file missing or malformed (read when the scores are computed) is
+    one line, not a traceback."""
+    run = type("Run", (), {"cfg": OmegaConf.create({"decoder": "cle", "name": "x", "seed": 1})})
+    monkeypatch.setattr(loading, "load_run", lambda path: run)
+
+    def unreadable(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "dev.conllu")
+
+    monkeypatch.setattr(study, "run_matrices", unreadable)
+    assert rootstudy([str(tmp_path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("bockparse-rootstudy: ") and "dev.conllu" in err[0]

@@ -9,8 +9,9 @@ import json
 
 import pytest
 
+from bockparse.cli.experiments import stopping as main
 from bockparse.experiments.runs import discover
-from bockparse.experiments.stopping import main, matched_rows, pairs, regressions, shares
+from bockparse.experiments.stopping import matched_rows, pairs, regressions, shares
 from bockparse.experiments.table import aggregate
 
 
@@ -72,3 +73,33 @@ def test_test_las_against_the_best_update_and_the_command(make_run, tmp_path, ca
     assert "of 9 paired comparisons the test-LAS difference has the sign" in text
     assert (out / "matched.csv").is_file() and (out / "seeds.csv").is_file()
     assert main([str(tmp_path / "nowhere")]) == 2
+    # A console script like the others: --out inside a run read is refused before any work.
+    run = next((tmp_path / "table1-ud-ewt").rglob("metrics.json")).parent
+    capsys.readouterr()
+    assert main([str(tmp_path / "table1-ud-ewt"), "--out", str(run / "stopping")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert (
+        len(err) == 1 and err[0].startswith("bockparse-stopping: --out ") and "is inside" in err[0]
+    )
+    assert not (run / "stopping").exists()
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_report_that_cannot_be_written_is_one_line(make_run, tmp_path, capsys):
+    """``--out`` under a file (no folder can be made there): one line naming it, exit 1."""
+    for condition in ("local-ce-cle", "hinge-cle", "hinge-bock"):
+        for seed in (1, 2, 3):
+            top = 200 + 100 * seed
+            curve = {u: 80.0 + u / 100 for u in range(100, top + 100, 100)}
+            curve[top + 100] = curve[top] - 0.1
+            _run(make_run, condition, seed, curve, 90.0 + seed / 10)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main([str(tmp_path / "table1-ud-ewt"), "--out", str(blocker / "out")]) == 1
+    out, err = capsys.readouterr()
+    # Equal test LAS in every pair: Spearman's ρ is undefined, said so (no scipy warning).
+    assert "Spearman's ρ between the two is undefined (one side is constant)" in out
+    where = blocker / "out"
+    assert err.splitlines() == [
+        f"bockparse-stopping: cannot write {where}: a part of the path is not a folder"
+    ]

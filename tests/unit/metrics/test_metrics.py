@@ -232,6 +232,18 @@ def test_eval_cli(tmp_path, capsys):
         evaluate_files(str(SAMPLE), str(tmp_path / "missing.conllu"))
 
 
+def test_eval_gives_no_advice_the_command_cannot_follow(tmp_path, capsys):
+    """A malformed file: fix it; ``data.on_malformed=skip`` is a training setting that
+    bockparse-eval does not take."""
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tword\n\n", encoding="utf-8")  # two columns
+    for args in ([str(bad), str(SAMPLE)], [str(SAMPLE), str(bad)]):
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"bockparse-eval: {bad}: 1 problem(s) (fix the file):")
+        assert "on_malformed" not in err
+
+
 def test_eval_names_the_first_differing_word(tmp_path, capsys):
     gold = tmp_path / "gold.conllu"
     gold.write_text(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bockparse.cli.parser import evaluate as evaluate_cli
 from bockparse.cli.parser import export as export_cli
 from bockparse.cli.parser import predict as predict_cli
 from bockparse.parser import Parser
@@ -116,3 +117,19 @@ def test_a_malformed_input_gives_no_advice_the_command_cannot_follow(smoke_run, 
     err = capsys.readouterr().err
     assert err.startswith(f"bockparse-predict: {bad}: 1 problem(s) (fix the file):")
     assert "on_malformed" not in err
+
+
+@pytest.mark.parametrize("size", ["0", "-5", "1e3", "10000000000"])
+def test_a_batch_size_out_of_range_is_refused_before_any_work(size, tmp_path, capsys, never_loaded):
+    """``--batch-size`` within the cap on a model file's batch size (a batch of 10^10 words
+    would try to allocate it), refused before the model is loaded, for both commands."""
+    data = tmp_path / "in.conllu"
+    shutil.copy(TEST, data)
+    out = str(tmp_path / "out.conllu")
+    for run, args in ((predict_cli, [str(data), "--out", out]), (evaluate_cli, [str(data)])):
+        with pytest.raises(SystemExit) as exit_:
+            run(["model.pt", *args, "--batch-size", size])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert "--batch-size: " in err and "Traceback" not in err
+    assert not (tmp_path / "out.conllu").exists()

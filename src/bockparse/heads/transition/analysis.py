@@ -47,8 +47,8 @@ def scores_by_projectivity(
     Raises:
         DataError: a file is malformed or the two do not align.
     """
-    gold = read_conllu(gold_path, single_root=False, on_malformed="error")
-    pred = read_conllu(pred_path, single_root=False, on_malformed="error")
+    gold = read_conllu(gold_path, single_root=False, on_malformed="error", skip_option=None)
+    pred = read_conllu(pred_path, single_root=False, on_malformed="error", skip_option=None)
     if len(gold) != len(pred):
         raise DataError(f"{pred_path}: {len(pred)} sentences, but {gold_path} has {len(gold)}")
     # per subset: gold sentences, predicted heads, predicted labels
@@ -76,7 +76,7 @@ def projective_ceiling(gold_path: str) -> dict[str, dict]:
         ``{subset: {"uas", "heads", "words", "sentences"}}`` (punctuation included).
     """
     totals = {name: np.zeros(3, dtype=np.int64) for name in SUBSETS}  # heads, words, sentences
-    for s in read_conllu(gold_path, single_root=True, on_malformed="error"):
+    for s in read_conllu(gold_path, single_root=True, on_malformed="error", skip_option=None):
         n = len(s)
         gold = np.asarray([-1, *s.heads], dtype=np.int64)
         if is_projective(gold):
