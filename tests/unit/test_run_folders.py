@@ -132,6 +132,11 @@ def test_a_finished_run_is_refused_and_resume_finds_nothing_to_do(tmp_path):
     cfg, hydra = _split(_composed("resume=true"))
     assert run(cfg, run_dir, hydra) == {"test/las": 1.0}  # nothing to resume
     assert _files(run_dir) == before
+    # resume=true over a finished run of another config is refused, not taken for it
+    cfg, hydra = _split(_composed("resume=true", "decoder=cle"))
+    with pytest.raises(rundir.RunFolderError, match=r"a finished run of another config \(decoder"):
+        run(cfg, run_dir, hydra)
+    assert _files(run_dir) == before
 
 
 def test_resume_over_its_own_unfinished_run_is_accepted(tmp_path):

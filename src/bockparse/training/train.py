@@ -288,8 +288,9 @@ def claim(cfg: DictConfig, lock: rundir.RunLock, job_log: str | None = None) -> 
     ``overwrite=true`` set aside (:meth:`bockparse.rundir.RunLock.set_aside`) for a fresh one.
 
     Returns:
-        The finished run's ``metrics.json`` when ``resume=true`` finds the run finished
-        (nothing to do), else ``None``.
+        The finished run's ``metrics.json`` when ``resume=true`` finds the run of this config
+        finished (nothing to do), else ``None``; a finished run of another config is refused
+        like any other.
 
     Raises:
         bockparse.rundir.RunFolderError: the folder cannot take the run (one line: the folder,
@@ -298,7 +299,9 @@ def claim(cfg: DictConfig, lock: rundir.RunLock, job_log: str | None = None) -> 
     run_dir = lock.run_dir
     done = run_dir / rundir.METRICS
     conflict = folder_conflict(cfg, run_dir, job_log)
-    if cfg.resume and conflict is not None and done.is_file() and not done.is_symlink():
+    finished_here = done.is_file() and not done.is_symlink() and not _saved_config_changes(
+        cfg, run_dir)  # fmt: skip
+    if cfg.resume and conflict is not None and finished_here:
         log.info("%s is finished (%s exists): nothing to resume; resume=false trains it again "
                  "(in a new folder: name=..., or overwrite=true)", run_dir, done)  # fmt: skip
         return read_finished(done)
