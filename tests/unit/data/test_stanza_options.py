@@ -157,3 +157,39 @@ def test_a_shortened_sentence_has_the_wordpieces_of_the_kept_words(tiny_tokenize
     expected = Collator(with_pieces([cut, other]))([0, 1]).subwords
     for f in fields(expected):
         assert getattr(short, f.name).tolist() == getattr(expected, f.name).tolist(), f.name
+
+
+def data_module(**options):
+    from bockparse.data import ParserDataModule
+
+    sample = TRAIN.parent
+    dm = ParserDataModule(root=str(sample), train="en_ewt-ud-dev.conllu",
+                          val="en_ewt-ud-dev.conllu", test=None, batch_size=300,
+                          min_word_freq=1, max_word_chars=20, on_malformed="error",
+                          single_root=True, punct_field="upos", punct_tags=["PUNCT"], seed=7,
+                          num_workers=0, **options)  # fmt: skip
+    dm.setup("fit")
+    return dm
+
+
+def test_the_data_module_drops_in_training_only_and_under_ddp_as_in_one_process() -> None:
+    from types import SimpleNamespace
+
+    dm = data_module(augment_nopunct=0.5, lowercase_words=True)
+    assert dm.vocabs.words.lower
+    assert all(isinstance(b, list) for b in dm.val_dataloader().sampler)  # never in evaluation
+    one = list(dm.train_dataloader().sampler)
+    assert all(isinstance(b, tuple) for b in one)
+    kept = {i: n for ids, lengths in one for i, n in zip(ids, lengths, strict=True)}
+    assert sum(kept.values()) < dm.dataset("train").lengths.sum()
+    shards = []
+    for rank in range(2):
+        dm.trainer = SimpleNamespace(world_size=2, global_rank=rank)
+        loader = dm.train_dataloader()
+        shards += list(loader.sampler)
+        batch = next(iter(loader))  # the pair collates
+        assert int(batch.mask.sum()) == int(batch.lengths.sum())
+    assert all(kept[i] == n for ids, lengths in shards for i, n in zip(ids, lengths, strict=True))
+    assert {i for ids, _ in shards for i in ids} == set(kept)
+    with pytest.raises(DataError, match=r"augment_nopunct must be a probability in \[0, 1\]"):
+        data_module(augment_nopunct=2.0)
