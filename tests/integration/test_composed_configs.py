@@ -124,6 +124,10 @@ INTENDED: list[tuple[Any, ...]] = [
         "loss._target_", "bockparse.losses.StructuredHinge", 1e-6)),
     # How batch_size is read under DDP (issue 17): per rank, the same as one process.
     ("data.batch_budget", ABSENT, "data.batch_budget", "per_rank"),
+    # Stanza 1.15's word lower-casing and final-punctuation augmentation as options (issue
+    # 53), off: the vocabulary and the batches as before.
+    ("data.lowercase_words", ABSENT, "data.lowercase_words", False),
+    ("data.augment_nopunct", ABSENT, "data.augment_nopunct", 0.0),
     # The CPU budgets on UD English-EWT train in bf16-mixed (issue 14): over three seeds of
     # make train, dev LAS within the seed standard deviation of fp32's, 0.75x the wall time
     # (benchmarks/results/make_train.md).

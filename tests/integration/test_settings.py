@@ -59,6 +59,9 @@ CASES = [
     ("loss=transition", "the transition parser (model=transition) trains with loss=transition"),
     ("exclude_punct=ptb", "exclude_punct=ptb but the data marks punctuation as upos"),
     ("optim.schedule.plateau_decay=1", "plateau_decay=1: must be above 0 and below 1"),
+    ("data.min_word_freq=0", "data.min_word_freq=0: must be at least 1"),
+    ("data.augment_nopunct=1.5", "data.augment_nopunct=1.5: must be at least 0 and at most 1"),
+    ("data.augment_nopunct=-0.1", "data.augment_nopunct=-0.1: must be at least 0 and at most 1"),
 ]
 
 

@@ -70,6 +70,9 @@ class Batch:
 class Collator:
     """``collate_fn`` turning a list of dataset indices into a ``Batch``.
 
+    A pair ``(indices, kept)`` instead gives each sentence's number of words kept from its
+    start (``TokenBudgetSampler``'s ``augment_nopunct``, which drops final punctuation).
+
     Args:
         dataset: the ``ParserDataset`` the indices refer to.
     """
@@ -77,10 +80,14 @@ class Collator:
     def __init__(self, dataset: ParserDataset):
         self.dataset = dataset
 
-    def __call__(self, indices: Sequence[int]) -> Batch:
+    def __call__(self, indices: Sequence[int] | tuple[Sequence[int], Sequence[int]]) -> Batch:
         ds = self.dataset
+        if isinstance(indices, tuple):
+            indices, kept = indices
+            lengths = np.asarray(kept, dtype=np.int64)
+        else:
+            lengths = ds.lengths[np.asarray(indices, dtype=np.int64)]
         ids = np.asarray(indices, dtype=np.int64)
-        lengths = ds.lengths[ids]
         N = int(lengths.max()) + 1
         offset = np.arange(N - 1)
         valid = offset[None, :] < lengths[:, None]  # [B, N - 1]
@@ -100,11 +107,18 @@ class Collator:
 
         subwords = None
         if ds.wordpieces is not None:
+            # a sentence's pieces end where its first word not kept starts
+            ends = [
+                ds.piece_offsets[i + 1] if n == ds.lengths[i]
+                else ds.piece_offsets[i] + ds.word_starts[ds.offsets[i] + n]
+                for i, n in zip(ids.tolist(), lengths.tolist(), strict=True)
+            ]  # fmt: skip
             subwords = ds.wordpieces.collate(
-                [ds.pieces[ds.piece_offsets[i] : ds.piece_offsets[i + 1]] for i in ids],
-                [ds.word_starts[ds.offsets[i] : ds.offsets[i + 1]] for i in ids],
+                [ds.pieces[ds.piece_offsets[i] : e] for i, e in zip(ids, ends, strict=True)],
+                [ds.word_starts[ds.offsets[i] : ds.offsets[i] + n]
+                 for i, n in zip(ids, lengths, strict=True)],
                 N,
-            )
+            )  # fmt: skip
         return Batch(
             words=positions(ds.words, ROOT_INDEX, PAD_INDEX),
             chars=torch.from_numpy(chars),
@@ -134,20 +148,48 @@ class TokenBudgetSampler(torch.utils.data.Sampler[list[int]]):
     It yields lists of indices: use it as ``DataLoader(dataset, sampler=..., batch_size=None,
     collate_fn=Collator(dataset))`` (as ``ParserDataModule`` does).
 
+    With ``augment_nopunct`` p > 0 (training only), each epoch drops the final word of every
+    ``droppable`` sentence with probability p, drawn from ``(seed, epoch, 1)`` for all
+    sentences at once (deterministic, independent of the shuffle, which stays as without it),
+    and yields ``(indices, words kept)`` pairs for ``Collator``. This is Stanza 1.15's
+    ``augment_nopunct`` (``stanza/models/depparse/data.py``, ``DataLoader.__getitem__``: each
+    access, ``random.random() < augment_nopunct_ratio`` drops the last word of a sentence
+    ``record_can_augment_nopunct`` allows); as there, the batches are packed by the full
+    lengths (Stanza's ``self.lengths``), so their number does not change.
+
     Args:
         lengths: int ``[S]`` words per sentence.
         batch_size: the word budget per batch (the Bock paper uses 5,000).
         shuffle: shuffle per epoch (training) or not (evaluation).
         seed: the run seed.
+        augment_nopunct: the probability p above; 0 for none.
+        droppable: bool ``[S]``, the sentences whose final word may be dropped
+            (``ParserDataset.final_punct_droppable``); needed when p > 0.
     """
 
-    def __init__(self, lengths: Sequence[int], batch_size: int, *, shuffle: bool, seed: int):
+    def __init__(
+        self,
+        lengths: Sequence[int],
+        batch_size: int,
+        *,
+        shuffle: bool,
+        seed: int,
+        augment_nopunct: float = 0.0,
+        droppable: np.ndarray | None = None,
+    ):
         if batch_size < 1:
             raise DataError(f"batch_size must be a positive number of words, got {batch_size}")
+        if not 0.0 <= augment_nopunct <= 1.0:
+            raise DataError(f"augment_nopunct must be a probability in [0, 1], got "
+                            f"{augment_nopunct}")  # fmt: skip
+        if augment_nopunct > 0 and (droppable is None or len(droppable) != len(lengths)):
+            raise DataError("augment_nopunct needs one droppable flag per sentence")
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.seed = seed
+        self.augment_nopunct = augment_nopunct
+        self.droppable = droppable
         self.epoch = 0
         self._num_batches = len(self._pack(np.argsort(self.lengths, kind="stable")))
 
@@ -175,8 +217,15 @@ class TokenBudgetSampler(torch.utils.data.Sampler[list[int]]):
         order = rng.permutation(len(self.lengths))
         order = order[np.argsort(self.lengths[order], kind="stable")]
         batches = self._pack(order)
-        for k in rng.permutation(len(batches)).tolist():
-            yield batches[k]
+        shuffled = rng.permutation(len(batches)).tolist()
+        if not self.augment_nopunct:
+            for k in shuffled:
+                yield batches[k]
+            return
+        draw = np.random.default_rng([self.seed, self.epoch, 1]).random(len(self.lengths))
+        kept = self.lengths - (self.droppable & (draw < self.augment_nopunct))
+        for k in shuffled:
+            yield batches[k], kept[batches[k]].tolist()
 
     def __len__(self) -> int:
         return self._num_batches

@@ -102,7 +102,14 @@ class ParserDataModule(pl.LightningDataModule):
             ``None`` for that directory.
         train, val, test: CoNLL-U files; ``None`` for a split not used.
         batch_size: word budget per batch (per update, see ``batch_budget``).
-        min_word_freq: words seen fewer times in training become ``<unk>``.
+        min_word_freq: words seen fewer times in training become ``<unk>`` (Stanza's
+            ``word_cutoff``).
+        lowercase_words: the word vocabulary counts and looks up lower-cased forms (Stanza
+            1.15's; :meth:`Vocabs.build`); characters keep their case. The saved vocabulary
+            carries it, so a trained model looks words up the same way.
+        augment_nopunct: the probability that a training sentence ending in punctuation is
+            shown without it, each epoch (Stanza 1.15's ``augment_nopunct``;
+            :class:`TokenBudgetSampler`); 0 for never.
         max_word_chars: characters kept per word for the character model.
         on_malformed: ``"error"`` or ``"skip"`` (see ``read_conllu``).
         single_root: require exactly one word on ROOT in every file.
@@ -156,6 +163,8 @@ class ParserDataModule(pl.LightningDataModule):
         max_length: int | None = None,
         vocabs: Vocabs | str | os.PathLike | None = None,
         batch_budget: BatchBudget = "per_rank",
+        lowercase_words: bool = False,
+        augment_nopunct: float = 0.0,
     ):
         super().__init__()
         if on_malformed not in ("error", "skip"):
@@ -169,7 +178,12 @@ class ParserDataModule(pl.LightningDataModule):
             raise DataError(f"batch_budget must be 'per_rank' or 'total', got {batch_budget!r}")
         self.batch_size = batch_size
         self.batch_budget = batch_budget
+        if not 0.0 <= augment_nopunct <= 1.0:
+            raise DataError(f"augment_nopunct must be a probability in [0, 1], got "
+                            f"{augment_nopunct}")  # fmt: skip
         self.min_word_freq = min_word_freq
+        self.lowercase_words = lowercase_words
+        self.augment_nopunct = augment_nopunct
         self.max_word_chars = max_word_chars
         self.on_malformed = on_malformed
         self.single_root = single_root
@@ -207,7 +221,11 @@ class ParserDataModule(pl.LightningDataModule):
         for split in splits:
             self.sentences(split)
         if self.vocabs is None and self.paths["train"] is not None:
-            self.vocabs = Vocabs.build(self.sentences("train"), min_word_freq=self.min_word_freq)
+            self.vocabs = Vocabs.build(
+                self.sentences("train"),
+                min_word_freq=self.min_word_freq,
+                lowercase_words=self.lowercase_words,
+            )
 
     def dataset(self, split: str) -> ParserDataset:
         """The tensorised dataset of a split (built on first use, with the current vocabs)."""
@@ -242,8 +260,14 @@ class ParserDataModule(pl.LightningDataModule):
         dataset = self.dataset(split)
         world, rank = self._ranks()
         budget = self.rank_batch_size(world) if shuffle else self.batch_size
+        augment = self.augment_nopunct if shuffle else 0.0
         sampler: Sampler = TokenBudgetSampler(
-            dataset.lengths, budget, shuffle=shuffle, seed=self.seed
+            dataset.lengths,
+            budget,
+            shuffle=shuffle,
+            seed=self.seed,
+            augment_nopunct=augment,
+            droppable=dataset.final_punct_droppable() if augment else None,
         )
         # Under DDP the samplers are Lightning's distributed wrappers already, which it leaves as
         # they are (it would otherwise pad evaluation shards with repeated batches).

@@ -111,6 +111,20 @@ class ParserDataset(torch.utils.data.Dataset):
             self.piece_offsets = word_offsets[self.offsets]
             self.word_starts = word_offsets[:-1] - np.repeat(self.piece_offsets[:-1], self.lengths)
 
+    def final_punct_droppable(self) -> np.ndarray:
+        """bool ``[S]``: sentences whose final word ``data.augment_nopunct`` may drop.
+
+        Stanza 1.15's ``record_can_augment_nopunct`` (``stanza/models/depparse/data.py``): the
+        last word is punctuation (Stanza: UPOS ``PUNCT``; here the data's ``punct_field`` and
+        ``punct_tags``, the same for UD), the sentence has another word, and no other word's
+        head is that last word, so the shortened tree is still a tree.
+        """
+        last = self.offsets[1:] - 1
+        sentence = np.repeat(np.arange(len(self.lengths)), self.lengths)
+        on_last = self.heads == self.lengths[sentence]  # a word headed by its sentence's last
+        headed = np.bincount(sentence[on_last], minlength=len(self.lengths)) > 0
+        return (self.lengths > 1) & self.punct[np.maximum(last, 0)] & ~headed
+
     def __len__(self) -> int:
         return len(self.sentences)
 

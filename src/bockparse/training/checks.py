@@ -236,6 +236,8 @@ SETTINGS: dict[str, Setting] = {
     "data.batch_size": integer("words per batch", 1, MAX_BATCH_WORDS),
     "data.batch_budget": choice("what batch_size counts under DDP", "per_rank", "total"),
     "data.min_word_freq": integer("the rarest training word kept", 1),
+    "data.lowercase_words": flag("words looked up lower-cased"),
+    "data.augment_nopunct": real("the chance a sentence's final punctuation is dropped", 0, 1),
     "data.max_word_chars": integer("characters per word", 1, MAX_WORD_CHARS),
     "data.on_malformed": choice("what a malformed sentence does", "error", "skip"),
     "data.single_root": flag("every gold tree has one word on ROOT"),

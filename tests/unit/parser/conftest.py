@@ -88,3 +88,11 @@ def smoke_run(tmp_path_factory) -> Path:
 def smoke_run_bf16(tmp_path_factory) -> Path:
     """The same run trained and evaluated in bf16-mixed (``trainer=cpu-bf16``)."""
     return _shared_run(tmp_path_factory, "parser-smoke-run-bf16", "trainer=cpu-bf16")
+
+
+@pytest.fixture(scope="session")
+def stanza_options_run(tmp_path_factory) -> Path:
+    """The smoke run with Stanza 1.15's word vocabulary (cut-off 7, lower-cased) and its
+    ``augment_nopunct`` (here 0.5)."""
+    return _shared_run(tmp_path_factory, "parser-stanza-options-run", "data.min_word_freq=7",
+                       "data.lowercase_words=true", "data.augment_nopunct=0.5")  # fmt: skip
