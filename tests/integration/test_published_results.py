@@ -66,6 +66,13 @@ def test_the_holm_family_over_both_scorings_regenerates():
     assert done.stdout == (script.parent / "holm-both-scorings.md").read_bytes()
 
 
+def test_the_tie_order_trace_comparison_regenerates():
+    """``experiments/tie-order/compare.py``: the canonical-tie runs' traces compared."""
+    script = REPO / "experiments" / "tie-order" / "compare.py"
+    done = subprocess.run([sys.executable, str(script)], check=True, capture_output=True)
+    assert done.stdout == (script.parent / "results.md").read_bytes()
+
+
 @pytest.mark.parametrize("table, folder", [("table1-ud-first-budget", "table1-ud"),
                                            ("table1-ud", "table1-ud-plateau")])  # fmt: skip
 def test_the_punctuation_excluded_table_regenerates(table, folder, tmp_path, monkeypatch):
