@@ -90,16 +90,22 @@ def folder_name(name: object, overrides: Iterable[str]) -> str:
     """A run's folder name: its ``name`` (``<loss>-<decoder>``), then every command-line
     override that can change its results, sorted, after commas (Hydra's ``override_dirname``
     idea): ``hinge-bock,model=biaffine-notags,optim.lr=0.1``. Overrides of
-    :data:`RESULT_FREE` and :data:`NAMED_BY_PATH` are left out.
+    :data:`RESULT_FREE` and :data:`NAMED_BY_PATH` are left out, except that under an explicit
+    ``name=...`` the condition, loss and decoder overrides are kept (the name spells neither).
 
     A name with a character other than letters, digits and ``_.,=+@-`` (a ``/`` in a value,
     say), one that starts with a dot, or one longer than :data:`MAX_NAME` gets them replaced by
     ``_``, is cut, and ends in a hash of the whole: one folder component, never a path, and
     distinct for distinct overrides.
     """
+    overrides = list(overrides)
+    # An explicit name=... spells neither the loss nor the decoder: their overrides stay.
+    named = NAMED_BY_PATH
+    if any(override_key(o) == "name" for o in overrides):
+        named = tuple(k for k in NAMED_BY_PATH if k not in ("condition", "loss", "decoder"))
     kept = sorted(o for o in overrides
                   if not _within(override_key(o), RESULT_FREE)
-                  and override_key(o) not in NAMED_BY_PATH)  # fmt: skip
+                  and override_key(o) not in named)  # fmt: skip
     text = ",".join([str(name), *kept])
     safe = re.sub(r"[^A-Za-z0-9_.,=+@-]", "_", text)
     if safe.startswith("."):

@@ -65,6 +65,9 @@ def _split(full: DictConfig) -> tuple[DictConfig, DictConfig]:
          "hinge-cle/seed7"),
         (("condition=hinge-cle",), "hinge-cle/seed1111"),
         (("name=mine", "model=biaffine-notags"), "mine,model=biaffine-notags/seed1111"),
+        # an explicit name spells neither loss nor decoder: a sweep over them keeps apart
+        (("name=mine", "decoder=cle"), "mine,decoder=cle/seed1111"),
+        (("name=mine", "decoder=bock"), "mine,decoder=bock/seed1111"),
     ],
 )  # fmt: skip
 def test_a_run_folder_is_named_by_its_whole_config(overrides, folder):
