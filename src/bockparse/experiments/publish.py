@@ -35,7 +35,6 @@ from pathlib import Path
 
 from .. import rundir
 from ..rundir import write_atomic
-from .runs import METRICS_FILE
 
 _FILES = (rundir.METRICS, rundir.TIMING, rundir.ENVIRONMENT, rundir.TRAIN_LOG, rundir.CSV,
           rundir.CONFIG, rundir.HYDRA, rundir.OVERRIDES)  # fmt: skip
@@ -129,8 +128,8 @@ def publish_run(
     copies: list[tuple[Path, bytes]] = []
     for name in SMALL:
         data = read_regular(run_dir, name)
-        if name == METRICS_FILE and data is None:
-            raise FileNotFoundError(f"{run_dir}: no {METRICS_FILE} (the run did not finish)")
+        if name == rundir.METRICS and data is None:
+            raise FileNotFoundError(f"{run_dir}: no {rundir.METRICS} (the run did not finish)")
         if data is not None:
             copies.append((Path(name), data))
     for stage in PREDICTIONS:

@@ -14,7 +14,8 @@ from bockparse.cli.experiments import publish as main
 from bockparse.data.conllu import DataError, parse_conllu
 from bockparse.experiments.publish import publish_run
 from bockparse.experiments.reeval import reevaluate
-from bockparse.experiments.runs import prediction_file, read_run
+from bockparse.experiments.runs import read_run
+from bockparse.rundir import RunDir
 
 
 def _finished_run(tmp_path):
@@ -53,8 +54,8 @@ def test_publish_copies_the_small_files_and_no_checkpoint(tmp_path, monkeypatch,
     ).read_bytes()
     assert len(again) == 7
     # the published copy re-evaluates as the run folder does
-    assert prediction_file(dest, "test").name == "test.conllu.gz"
-    assert prediction_file(run, "test").name == "test.conllu"
+    assert RunDir(dest).predictions("test").name == "test.conllu.gz"
+    assert RunDir(run).predictions("test").name == "test.conllu"
     original, gap = reevaluate(read_run(run), "test", "upos")
     published, published_gap = reevaluate(read_run(dest), "test", "upos")
     assert published.metrics == original.metrics and published_gap == gap == 0.0
