@@ -647,14 +647,10 @@ class RunDir:
         return compressed if not path.is_file() and compressed.is_file() else path
 
     @property
-    def trace(self) -> Path | None:
-        """The per-update trace (the config's ``trace.file``); ``None`` for a run without one."""
-        from omegaconf import OmegaConf
-
-        cfg = self.config()
-        if not OmegaConf.select(cfg, "trace.enabled", default=False):
-            return None
-        return self.file(str(cfg.trace.file))
+    def trace(self) -> Path:
+        """The per-update trace (:mod:`bockparse.training.trajectory`): the file the config's
+        ``trace.file`` names in the run folder (present where a run or a replay wrote one)."""
+        return self.file(str(self.config().trace.file))
 
 
 def discover(root: str | os.PathLike) -> Iterator[RunDir]:
