@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import rundir
 from ..hardware import AUTO, AUTOCAST_DTYPES
 from ..metrics import PUNCT_EXCLUSIONS
 from ..modelfile import (
@@ -64,14 +63,14 @@ class RunSettings:
 def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     """The settings a parser reads from a run's composed config (``.hydra/config.yaml``).
 
-    The one function that knows the config's key names (configs of the old layout, with a
-    ``condition`` group, are read through :func:`bockparse.rundir.current_keys`).
+    The one function that knows the config's key names, in the current layout (a run folder's
+    config as :meth:`bockparse.rundir.RunDir.config` reads it: old layouts moved there).
     The model and encoder nodes become the closed schema's spec
     (:func:`bockparse.modelfile.spec_from_config`): their ``_target_`` strings are looked up
     in a fixed table, never imported.
 
     Args:
-        cfg: the composed config (an OmegaConf ``DictConfig``).
+        cfg: the composed config (an OmegaConf ``DictConfig``) in the current key layout.
         source: the config's file, for messages.
 
     Raises:
@@ -79,8 +78,6 @@ def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
             the project's.
     """
     from omegaconf import OmegaConf
-
-    cfg = rundir.current_keys(cfg)
 
     def get(key: str, required: bool = True) -> Any:
         try:
