@@ -13,14 +13,17 @@ one configuration per folder) holds::
     metrics.json         the scores, written last: the run is done  METRICS
     train.lock           while a training process owns the folder   LOCK  (RunLock)
 
-A folder is a run folder by this layout alone (:func:`is_run_dir`, :func:`run_dir_of`): never by
-searching the folders above a file, so a file planted above a downloaded run is never read.
+A folder is a run folder by this layout alone (:func:`is_run_dir`, :func:`run_dir_of`,
+:func:`discover`): never by searching the folders above a file, so a file planted above a
+downloaded run is never read. Every file of a run folder is read through :class:`RunDir` (the
+parser, the analyses, publish): where it is, never through a symbolic link, its YAML as plain
+data, old config layouts moved to the current one (:func:`current_keys`).
 
 Every file a run writes goes through :func:`write_atomic` / :func:`atomic_path`: a temporary
 file created with ``O_EXCL`` beside the target (never a fixed ``*.tmp`` name that a planted
 symlink could redirect), given the permissions the umask allows, then renamed over the target,
-which replaces a symlink there rather than following it. Standard library only (the light
-install uses it for CoNLL-U output).
+which replaces a symlink there rather than following it. Standard library only at import (the
+light install uses it for CoNLL-U output); reading YAML imports PyYAML and OmegaConf.
 """
 
 from __future__ import annotations
