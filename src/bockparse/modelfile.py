@@ -6,9 +6,8 @@ refused (:class:`ModelError` naming the file), never run; random or damaged byte
 as "not a model file". Before it, the archive's table of contents is checked (every member
 stored uncompressed, as ``torch.save`` writes it, so that no member inflates beyond the file's
 own size; the pickle at most :data:`MAX_PICKLE_BYTES`), and after it every tensor
-(:func:`check_tensors`: contiguous, within its storage). :func:`read_file` reads the small
-files of a run folder: a regular file only (never through a symbolic link, never blocking on a
-FIFO), of a bounded size.
+(:func:`check_tensors`: contiguous, within its storage). The small files of a run folder are
+read by :class:`bockparse.rundir.RunDir`.
 
 **The model schema** (:data:`SCHEMA_VERSION`). A scorer is described by plain data only::
 
@@ -40,7 +39,6 @@ read from a file reaches ``hydra.utils.instantiate`` or an import by name.
 
 from __future__ import annotations
 
-import errno
 import inspect
 import math
 import os
@@ -100,55 +98,6 @@ def model_kinds() -> dict[str, type[nn.Module]]:
 
 
 # -- reading files ----------------------------------------------------------------------------
-
-
-def read_file(path: str | os.PathLike, limit: int, follow_links: bool = False) -> bytes:
-    """The content of a file someone sent (a run folder's config, metrics, environment record),
-    read as data: a regular file only, opened without following a symbolic link
-    (``O_NOFOLLOW``; ``follow_links`` for a folder that is not a run's, such as a Hugging Face
-    cache snapshot of links) and without blocking (``O_NONBLOCK``: a FIFO or device is refused,
-    not waited on), at most ``limit`` bytes.
-
-    Raises:
-        FileNotFoundError: nothing at ``path``.
-        UnsafeFileError: ``path`` is a symbolic link.
-        ModelError: not a regular file, larger than ``limit``, or unreadable.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-    if not follow_links:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise UnsafeFileError(f"{path}: refused: a symbolic link (read as data, a file of a "
-                                  "run folder is never followed elsewhere)") from None  # fmt: skip
-        raise ModelError(f"{path}: cannot read ({e.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ModelError(f"{path}: not a regular file")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise ModelError(f"{path}: larger than {limit:,} bytes; not a file a run writes")
-    return data
-
-
-def check_no_links(folder: str | os.PathLike, relative: str | os.PathLike) -> Path:
-    """``folder / relative`` after checking that no part of it below ``folder`` is a symbolic
-    link (a run folder someone sent is read without following links out of it).
-
-    Raises:
-        UnsafeFileError: a part is a symbolic link.
-    """
-    path = Path(folder)
-    for part in Path(relative).parts:
-        path = path / part
-        if path.is_symlink():
-            raise UnsafeFileError(f"{path}: refused: a symbolic link (a run folder's files are "
-                                  "read only where they are, never followed)")  # fmt: skip
-    return path
 
 
 def _check_archive(path: Path) -> None:

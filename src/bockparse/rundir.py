@@ -13,14 +13,17 @@ one configuration per folder) holds::
     metrics.json         the scores, written last: the run is done  METRICS
     train.lock           while a training process owns the folder   LOCK  (RunLock)
 
-A folder is a run folder by this layout alone (:func:`is_run_dir`, :func:`run_dir_of`): never by
-searching the folders above a file, so a file planted above a downloaded run is never read.
+A folder is a run folder by this layout alone (:func:`is_run_dir`, :func:`run_dir_of`,
+:func:`discover`): never by searching the folders above a file, so a file planted above a
+downloaded run is never read. Every file of a run folder is read through :class:`RunDir` (the
+parser, the analyses, publish): where it is, never through a symbolic link, its YAML as plain
+data, old config layouts moved to the current one (:func:`current_keys`).
 
 Every file a run writes goes through :func:`write_atomic` / :func:`atomic_path`: a temporary
 file created with ``O_EXCL`` beside the target (never a fixed ``*.tmp`` name that a planted
 symlink could redirect), given the permissions the umask allows, then renamed over the target,
-which replaces a symlink there rather than following it. Standard library only (the light
-install uses it for CoNLL-U output).
+which replaces a symlink there rather than following it. Standard library only at import (the
+light install uses it for CoNLL-U output); reading YAML imports PyYAML and OmegaConf.
 """
 
 from __future__ import annotations
@@ -187,8 +190,18 @@ def predictions(run_dir: str | os.PathLike, stage: str) -> Path:
 
 
 def is_run_dir(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a run folder: a directory with its composed config."""
-    return (Path(path) / CONFIG).is_file()
+    """Whether ``path`` is a run folder: a directory with its composed config or its
+    ``metrics.json`` (a published run may carry only the scores), either a regular file
+    itself, not a link. The one definition (:func:`discover`, :class:`RunDir`)."""
+    return any(_regular(Path(path) / name) for name in (CONFIG, METRICS))
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file itself (not a link to one)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def run_dir_of(checkpoint: str | os.PathLike) -> Path:
@@ -380,6 +393,295 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
 def read_json(path: str | os.PathLike) -> Any:
     """The JSON content of ``path`` (``FileNotFoundError`` when absent)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+class RunFileError(ValueError):
+    """A file of a run folder (or a small file sent with a model) that cannot be read as data:
+    not a regular file, too large, damaged; the message is one line naming the file."""
+
+
+class LinkRefused(RunFileError):
+    """A symbolic link where a run folder's file is read: never followed."""
+
+
+def read_file(path: str | os.PathLike, limit: int, follow_links: bool = False) -> bytes:
+    """The content of a file someone sent (a run folder's config, metrics, environment record),
+    read as data: a regular file only, opened without following a symbolic link
+    (``O_NOFOLLOW``; ``follow_links`` for a folder that is not a run's, such as a Hugging Face
+    cache snapshot of links) and without blocking (``O_NONBLOCK``: a FIFO or device is refused,
+    not waited on), at most ``limit`` bytes.
+
+    Raises:
+        FileNotFoundError: nothing at ``path``.
+        LinkRefused: ``path`` is a symbolic link.
+        RunFileError: not a regular file, larger than ``limit``, or unreadable.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise LinkRefused(f"{path}: refused: a symbolic link (read as data, a file of a "
+                              "run folder is never followed elsewhere)") from None  # fmt: skip
+        raise RunFileError(f"{path}: cannot read ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RunFileError(f"{path}: not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise RunFileError(f"{path}: larger than {limit:,} bytes; not a file a run writes")
+    return data
+
+
+def check_no_links(folder: str | os.PathLike, relative: str | os.PathLike) -> Path:
+    """``folder / relative`` after checking that no part of it below ``folder`` is a symbolic
+    link (a run folder someone sent is read without following links out of it).
+
+    Raises:
+        LinkRefused: a part is a symbolic link.
+    """
+    path = Path(folder)
+    for part in Path(relative).parts:
+        path = path / part
+        if path.is_symlink():
+            raise LinkRefused(f"{path}: refused: a symbolic link (a run folder's files are "
+                              "read only where they are, never followed)")  # fmt: skip
+    return path
+
+
+MAX_CONFIG_BYTES = 2**20  # a composed config is a few KB
+MAX_CONFIG_DEPTH = 64
+MAX_JSON_BYTES = 2**20  # a run's metrics.json and environment.json (a few hundred bytes)
+# An interpolation of another node of the same config (``${seed}``, ``${..decoder}``), the only
+# kind a run config is resolved with; anything else (``${oc.env:HOME}``, any resolver) is kept
+# as literal text, never evaluated.
+NODE_REFERENCE = re.compile(r"\$\{\.*[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\[\d+\])*\}")
+# The precision a run's saved config names when it let the machine choose (hardware.AUTO).
+AUTO_PRECISION = "auto"
+
+
+def _literal(text: str, source: str, key: str) -> str:
+    """``text`` as OmegaConf should read it: as is when its interpolations are all node
+    references (:data:`NODE_REFERENCE`), else with every ``${`` escaped (literal text).
+
+    Raises:
+        RunFileError: a backslash beside a non-node interpolation (its escaping is ambiguous).
+    """
+    if "${" not in text or "${" not in NODE_REFERENCE.sub("", text):
+        return text
+    if "\\" in text:
+        raise RunFileError(f"{source}: {key}: an interpolation with a backslash is refused")
+    return text.replace("${", "\\${")
+
+
+def _yaml_loader() -> Any:
+    """YAML as OmegaConf reads it (its safe loader: no Python tags, duplicate keys refused),
+    without anchors and aliases: Hydra never writes them, and nested aliases expand
+    exponentially."""
+    import yaml
+    from omegaconf._utils import get_yaml_loader
+
+    def compose_node(self: Any, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases are not accepted in a run config",
+                event.start_mark,
+            )  # fmt: skip
+        return yaml.composer.Composer.compose_node(self, parent, index)
+
+    return type("RunConfigLoader", (get_yaml_loader(),), {"compose_node": compose_node})
+
+
+def read_yaml(path: str | os.PathLike, resolvers: bool = False) -> Any:
+    """A YAML file of a run folder (``.hydra/config.yaml``, ``.hydra/hydra.yaml``) read as plain
+    data: a regular file, not followed through a symbolic link (:func:`read_file`), YAML without
+    anchors and aliases, node references its only interpolations (any resolver, such as
+    ``${oc.env:...}``, stays literal text: nothing from the environment or code reaches it),
+    unless ``resolvers``: then OmegaConf's registered resolvers apply when a value is read (the
+    analysis of one's own runs, whose data root may be ``${oc.env:BOCKPARSE_DATA}/...``).
+
+    Returns:
+        An OmegaConf ``DictConfig``.
+
+    Raises:
+        FileNotFoundError: nothing at ``path``.
+        RunFileError: unreadable, not YAML, not a mapping, or nested too deeply
+            (:class:`LinkRefused`: a symbolic link).
+    """
+    import yaml
+    from omegaconf import OmegaConf
+
+    try:
+        data = yaml.load(read_file(path, MAX_CONFIG_BYTES).decode("utf-8"), Loader=_yaml_loader())
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RunFileError(f"{path}: not a readable run config ({first})") from None
+    if not isinstance(data, dict):
+        raise RunFileError(f"{path}: not a run config (a {type(data).__name__})")
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        node, at, depth = stack.pop()
+        if depth > MAX_CONFIG_DEPTH:
+            raise RunFileError(f"{path}: nested deeper than {MAX_CONFIG_DEPTH} at {at}")
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            name = f"{at}.{key}" if at else str(key)
+            if isinstance(value, str) and not resolvers:
+                node[key] = _literal(value, str(path), name)
+            elif isinstance(value, dict | list):
+                stack.append((value, name, depth + 1))
+    try:
+        return OmegaConf.create(data)
+    except Exception as e:  # OmegaConf raises many types on odd keys or values
+        raise RunFileError(f"{path}: not a readable run config ({type(e).__name__}: "
+                           f"{str(e).splitlines()[0] if str(e) else ''})") from None  # fmt: skip
+
+
+class RunDir:
+    """One run folder, in both directions: where each file of the layout (module doc) lies and
+    what it says. The one reader of run folders: every file is read where it is, never through
+    a symbolic link (:func:`check_no_links`, :func:`read_file`), as data (:func:`read_yaml`: no
+    resolver runs), and the saved config in the current key layout (:func:`current_keys`, the
+    one place that knows the old layouts).
+
+    A path accessor (:attr:`best`, :attr:`last`, :meth:`predictions`, :attr:`trace`) checks the
+    folders on the way and the file itself for links and returns the path (which may not
+    exist); a reader returns the content, ``None`` where an optional file is absent.
+
+    Raises (every accessor):
+        LinkRefused: a symbolic link on the way to the file.
+        RunFileError: a file that cannot be read as what the run writes.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def file(self, relative: str | os.PathLike) -> Path:
+        """``<run>/<relative>``, checked for links (:func:`check_no_links`)."""
+        return check_no_links(self.path, relative)
+
+    def config(self, resolvers: bool = False) -> Any:
+        """The composed config (``.hydra/config.yaml``) as plain data, in the current key layout
+        (``resolvers``: see :func:`read_yaml`).
+
+        Raises:
+            FileNotFoundError: no saved config (not a run folder, or a published run that
+                carries only its scores).
+            RunFileError: a saved config that cannot be read.
+        """
+        try:
+            return current_keys(read_yaml(self.file(CONFIG), resolvers))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{self.path}: not a run folder with its config (no "
+                                    f"{CONFIG})") from None  # fmt: skip
+
+    def hydra(self) -> Any | None:
+        """Hydra's own record of the run (``.hydra/hydra.yaml``: the chosen groups, the folder
+        the run started in) as plain data; ``None`` without one."""
+        try:
+            return read_yaml(self.file(HYDRA))
+        except FileNotFoundError:
+            return None
+
+    def _json(self, name: str) -> dict[str, Any] | None:
+        path = self.file(name)
+        try:
+            text = read_file(path, MAX_JSON_BYTES)
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as e:
+            raise RunFileError(f"{path}: damaged, not JSON ({type(e).__name__})") from None
+        if not isinstance(data, dict):
+            raise RunFileError(f"{path}: damaged, not a JSON object")
+        return data
+
+    def metrics(self) -> dict[str, Any] | None:
+        """The scores (``metrics.json``, written last); ``None`` for a run that did not finish."""
+        return self._json(METRICS)
+
+    def environment(self) -> dict[str, Any] | None:
+        """Versions, CPU/GPU and the precision chosen (``environment.json``); ``None`` without."""
+        return self._json(ENVIRONMENT)
+
+    @property
+    def precision(self) -> str:
+        """The precision the run used: its saved config's ``trainer.precision`` (training writes
+        it resolved), else, for a run saved with ``auto``, the one its ``environment.json`` or
+        ``metrics.json`` records; ``auto`` where none does (a run stopped before training).
+
+        Raises:
+            RunFileError: the recorded precision is not a string.
+        """
+        from omegaconf import OmegaConf
+
+        precision = OmegaConf.select(self.config(), "trainer.precision", default=AUTO_PRECISION)
+        for record in (self.environment, self.metrics):
+            if precision != AUTO_PRECISION:
+                break
+            precision = (record() or {}).get("precision", AUTO_PRECISION)
+        if not isinstance(precision, str):
+            raise RunFileError(f"{self.path}: the recorded precision {repr(precision)[:60]} is "
+                               "not a precision")  # fmt: skip
+        return precision
+
+    @property
+    def best(self) -> Path:
+        """``checkpoints/best.ckpt``: the selected weights."""
+        return self.file(BEST)
+
+    @property
+    def last(self) -> Path:
+        """``checkpoints/last.ckpt``: the full training state a resume continues from."""
+        return self.file(LAST)
+
+    def predictions(self, stage: str) -> Path:
+        """The saved predictions of ``stage`` (``val`` or ``test``): ``predictions/<stage>.conllu``
+        as training writes it, else its gzip-compressed copy ``<stage>.conllu.gz`` (as published
+        runs carry it); the first name when neither exists."""
+        name = predictions("", stage)
+        path, compressed = self.file(name), self.file(name.with_name(name.name + ".gz"))
+        return compressed if not path.is_file() and compressed.is_file() else path
+
+    @property
+    def trace(self) -> Path:
+        """The per-update trace (:mod:`bockparse.training.trajectory`): the file the config's
+        ``trace.file`` names in the run folder (present where a run or a replay wrote one)."""
+        return self.file(str(self.config().trace.file))
+
+
+def discover(root: str | os.PathLike) -> Iterator[RunDir]:
+    """Every run folder at or below ``root`` (:func:`is_run_dir`), in path order: ``root``
+    itself when it is one, else the outermost ones below it, leaving out a folder set aside by
+    ``overwrite=true`` (:data:`REPLACED`, no longer part of its sweep). Links are not followed.
+    """
+    root = Path(root)
+    if is_run_dir(root):
+        yield RunDir(root)
+        return
+    found: set[Path] = set()
+    for folder, _, files in os.walk(root):  # never into a linked folder
+        here = Path(folder)
+        if METRICS in files or (here.name == CONFIG.parent.name and CONFIG.name in files):
+            run = here.parent if here.name == CONFIG.parent.name else here
+            if is_run_dir(run):
+                found.add(run)
+    for path in sorted(found):
+        replaced = any(REPLACED in part for part in path.relative_to(root).parts)
+        if not replaced and not any(parent in found for parent in path.parents):
+            yield RunDir(path)
 
 
 class RunFolderError(Exception):

@@ -154,6 +154,27 @@ def test_resume_over_its_own_unfinished_run_is_accepted(tmp_path):
         claim(cfg, lock)
 
 
+def test_the_saved_precision_is_the_resolved_one_an_auto_command_takes(tmp_path):
+    """Training saves the precision ``auto`` resolved to (``RunDir.precision`` reads it there):
+    the same command, still saying ``auto``, finds a run of this config; an explicit other
+    precision finds another."""
+    cfg, hydra = _split(_composed("trainer.precision=auto"))
+    with open_dict(cfg):
+        cfg.trainer.precision = "bf16-mixed"  # as resolve_run_precision leaves it
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_hydra_config(run_dir, cfg, hydra)
+    (run_dir / rundir.METRICS).write_text(json.dumps({"test/las": 1.0}))
+    assert rundir.RunDir(run_dir).precision == "bf16-mixed"
+    cfg, hydra = _split(_composed("trainer.precision=auto"))
+    with pytest.raises(rundir.RunFolderError, match=r"a finished run of this config \(metrics"):
+        run(cfg, run_dir, hydra)
+    cfg, hydra = _split(_composed("trainer.precision=32-true"))
+    changed = r"trainer\.precision: 'bf16-mixed' -> '32-true'"
+    with pytest.raises(rundir.RunFolderError, match=changed):
+        run(cfg, run_dir, hydra)
+
+
 def test_overwrite_sets_the_old_folder_aside(tmp_path):
     run_dir = _saved_run(tmp_path, finished=True)
     before = _files(run_dir)

@@ -144,3 +144,121 @@ def test_resume_keeps_the_csv_history_up_to_the_resumed_update(tmp_path):
     with open(path, newline="") as f:
         steps = [int(row["step"]) for row in csv.DictReader(f)]
     assert steps == [1, 2, 3, 4, 5, 6, 7]
+
+
+# -- RunDir: the one reader of a run folder -------------------------------------------------
+
+PUBLISHED_AUTO = Path("experiments/table1-ud/runs/table1-ud-ewt/hinge-cle/seed1111")
+PUBLISHED_GZ = Path("experiments/table1-ud/first-budget/runs/table1-ud-ewt/hinge-bock/seed1111")
+PUBLISHED_NO_ENVIRONMENT = Path(
+    "experiments/trajectory-identity/runs/ewt-minilm/local-ce-rerun/seed1111"
+)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _written_run(tmp_path: Path, precision: str = "bf16-mixed") -> Path:
+    """A run folder as training leaves it (the files RunDir reads)."""
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / rundir.CONFIG).write_text(
+        "seed: 7\nname: hinge-${decoder}\ndecoder: bock\nloss: {_target_: x.StructuredHinge}\n"
+        f"trainer: {{precision: {precision}}}\ntrace: {{enabled: true, file: trace.csv}}\n"
+        "data:\n  root: ${oc.env:HOME}\n"
+    )
+    (run / rundir.HYDRA).write_text("hydra: {runtime: {cwd: /start}}\n")
+    rundir.write_json(run / rundir.METRICS, {"test/las": 80.0, "precision": "32-true"})
+    rundir.write_json(run / rundir.ENVIRONMENT, {"precision": "bf16-mixed"})
+    (run / rundir.PREDICTIONS).mkdir()
+    rundir.predictions(run, "test").write_text("1\tx\n")
+    return run
+
+
+def test_run_dir_reads_each_file_of_a_run(tmp_path):
+    run = rundir.RunDir(_written_run(tmp_path))
+    cfg = run.config()
+    assert (cfg.name, cfg.seed, cfg.data.root) == ("hinge-bock", 7, "${oc.env:HOME}")
+    assert run.config(resolvers=True).data.root == os.environ["HOME"]
+    assert run.hydra().hydra.runtime.cwd == "/start"
+    assert run.metrics() == {"test/las": 80.0, "precision": "32-true"}
+    assert run.environment() == {"precision": "bf16-mixed"}
+    assert run.precision == "bf16-mixed"
+    assert run.best == run.path / rundir.BEST and run.last == run.path / rundir.LAST
+    assert run.trace == run.path / "trace.csv"
+    assert run.predictions("test") == run.path / "predictions" / "test.conllu"
+    assert run.predictions("val") == run.path / "predictions" / "val.conllu"  # neither exists
+    assert [r.path for r in rundir.discover(tmp_path)] == [run.path]
+    assert [r.path for r in rundir.discover(run.path)] == [run.path]
+
+
+def test_run_dir_precision_is_the_saved_one_then_the_records(tmp_path):
+    """The saved config's precision (training writes it resolved); a run saved with ``auto``
+    (a published run from before): environment.json, else metrics.json, else ``auto``."""
+    path = _written_run(tmp_path, precision="32-true")
+    assert rundir.RunDir(path).precision == "32-true"  # not environment.json's bf16-mixed
+    rundir.RunDir(path).config()  # (the written config is readable)
+    (path / rundir.CONFIG).write_text((path / rundir.CONFIG).read_text().replace("32-true", "auto"))
+    assert rundir.RunDir(path).precision == "bf16-mixed"
+    (path / rundir.ENVIRONMENT).unlink()
+    assert rundir.RunDir(path).precision == "32-true"
+    (path / rundir.METRICS).unlink()
+    assert rundir.RunDir(path).precision == "auto"
+
+
+def test_run_dir_reads_a_published_run_folder():
+    """Published runs whose configs say ``auto``: the precision comes from environment.json,
+    else (a run from before it) from metrics.json; predictions are the committed ``.gz``
+    copies."""
+    run = rundir.RunDir(REPO / PUBLISHED_AUTO)
+    assert run.config().trainer.precision == "auto"
+    assert run.precision == run.environment()["precision"] == "bf16-mixed"
+    no_record = rundir.RunDir(REPO / PUBLISHED_NO_ENVIRONMENT)
+    assert no_record.config().trainer.precision == "auto" and no_record.environment() is None
+    assert no_record.precision == no_record.metrics()["precision"] != "auto"
+    assert no_record.trace.is_file()
+    gz = rundir.RunDir(REPO / PUBLISHED_GZ)
+    assert gz.predictions("test").name == "test.conllu.gz" and gz.predictions("test").is_file()
+    found = [r.path for r in rundir.discover(REPO / PUBLISHED_GZ.parent)]
+    assert REPO / PUBLISHED_GZ in found and all(rundir.is_run_dir(p) for p in found)
+
+
+@pytest.mark.parametrize(
+    ("name", "read"),
+    [(str(rundir.CONFIG), lambda r: r.config()), (rundir.METRICS, lambda r: r.metrics()),
+     (rundir.ENVIRONMENT, lambda r: r.environment()), (str(rundir.HYDRA), lambda r: r.hydra()),
+     (str(rundir.BEST), lambda r: r.best), (rundir.PREDICTIONS, lambda r: r.predictions("test")),
+     ("trace.csv", lambda r: r.trace)],
+)  # fmt: skip
+def test_run_dir_never_follows_a_planted_link(tmp_path, name, read):
+    path = _written_run(tmp_path)
+    (path / rundir.CHECKPOINTS).mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    planted = path / name
+    if planted.exists():
+        os.rename(planted, outside / planted.name)
+    planted.symlink_to(outside / planted.name)
+    with pytest.raises(rundir.LinkRefused, match=f"{planted}: refused: a symbolic link"):
+        read(rundir.RunDir(path))
+
+
+def test_a_linked_run_folder_is_not_discovered(tmp_path):
+    """A planted link to a run folder elsewhere is no run folder of the sweep."""
+    run = _written_run(tmp_path)
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "seed1").symlink_to(run)
+    (sweep / "metrics.json.d").mkdir()
+    assert list(rundir.discover(sweep)) == [] and not rundir.is_run_dir(sweep / "seed1" / "x")
+
+
+def test_run_dir_refuses_damaged_records_in_one_line(tmp_path):
+    path = _written_run(tmp_path)
+    (path / rundir.METRICS).write_text("{")
+    with pytest.raises(rundir.RunFileError, match=r"metrics\.json: damaged, not JSON"):
+        rundir.RunDir(path).metrics()
+    os.mkfifo(path / "fifo")
+    with pytest.raises(rundir.RunFileError, match="fifo: not a regular file"):
+        rundir.read_file(path / "fifo", 10)
+    (path / rundir.CONFIG).unlink()
+    with pytest.raises(FileNotFoundError, match="not a run folder with its config"):
+        rundir.RunDir(path).config()

@@ -20,7 +20,7 @@ from ..metrics import aligned_files, sentence_counts
 from ..model.outputs import ParserScores
 from ..parser import Parser
 from ..predict import sentence_rows
-from .runs import CONFIG_FILE, HYDRA_FILE, current_keys, prediction_file
+from ..rundir import RunDir
 
 
 @dataclass
@@ -59,16 +59,13 @@ def run_config(run_dir: str | Path) -> DictConfig:
 
     Raises:
         FileNotFoundError: no saved config.
+        bockparse.rundir.RunFileError: a file of the run that cannot be read as data.
     """
-    run_dir = Path(run_dir)
-    if not (run_dir / CONFIG_FILE).is_file():
-        raise FileNotFoundError(f"{run_dir / CONFIG_FILE}: not found (is {run_dir} a run folder?)")
-    cfg = current_keys(OmegaConf.load(run_dir / CONFIG_FILE))
-    start = Path.cwd()
-    if (run_dir / HYDRA_FILE).is_file():
-        cwd = OmegaConf.select(OmegaConf.load(run_dir / HYDRA_FILE), "hydra.runtime.cwd")
-        if cwd:
-            start = Path(cwd)
+    run = RunDir(run_dir)
+    cfg = run.config(resolvers=True)  # the data root may name the data folder by ${oc.env:...}
+    hydra = run.hydra()
+    cwd = None if hydra is None else OmegaConf.select(hydra, "hydra.runtime.cwd")
+    start = Path(cwd) if cwd else Path.cwd()
     with open_dict(cfg):
         root = cfg.data.get("root")
         if root is None:
@@ -92,7 +89,7 @@ def sentence_las(run_dir: str | Path, stage: str) -> list[tuple[int, int]]:
         DataError: a prediction or gold file is missing, malformed or misaligned.
     """
     gold_path, _ = gold_file(run_dir, stage)
-    pred_path = prediction_file(run_dir, stage)
+    pred_path = RunDir(run_dir).predictions(stage)
     if not pred_path.is_file():
         raise DataError(f"{pred_path}: no saved predictions")
     gold, pred = aligned_files(str(gold_path), str(pred_path))

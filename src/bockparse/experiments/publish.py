@@ -35,12 +35,14 @@ from pathlib import Path
 
 from .. import rundir
 from ..rundir import write_atomic
-from .runs import METRICS_FILE
 
 _FILES = (rundir.METRICS, rundir.TIMING, rundir.ENVIRONMENT, rundir.TRAIN_LOG, rundir.CSV,
           rundir.CONFIG, rundir.HYDRA, rundir.OVERRIDES)  # fmt: skip
 SMALL = tuple(str(name) for name in _FILES)
 PREDICTIONS = ("val", "test")
+# The largest file publish copies (a treebank's predictions are a few MB, a run's log less): a
+# bound against a device or a sparse file planted in a run folder.
+MAX_COPIED_BYTES = 2**30
 
 
 def _what(mode: int) -> str:
@@ -48,39 +50,18 @@ def _what(mode: int) -> str:
 
 
 def read_regular(run_dir: Path, name: str | os.PathLike) -> bytes | None:
-    """The bytes of ``run_dir / name``, or ``None`` when it is absent; neither the file nor a
-    folder between ``run_dir`` and it is followed if it is a link.
+    """The bytes of ``run_dir / name``, or ``None`` when it is absent, read through
+    :class:`bockparse.rundir.RunDir`: neither the file nor a folder between ``run_dir`` and it
+    is followed if it is a link, and only a regular file is read.
 
     Raises:
         ValueError: the file, or a folder on the way to it, is a symlink or not a regular
-            file (folder), naming it.
+            file (folder), naming it (:class:`bockparse.rundir.RunFileError`).
     """
-    *folders, last = Path(name).parts
-    path = run_dir
-    for part in folders:
-        path = path / part
-        try:
-            mode = path.lstat().st_mode
-        except FileNotFoundError:
-            return None
-        if not stat.S_ISDIR(mode):
-            raise ValueError(f"{path} is {_what(mode)} where a folder belongs: publish copies "
-                             "regular files only")  # fmt: skip
-    path = path / last
-    try:  # O_NONBLOCK: a FIFO planted here opens without waiting for a writer, and is refused
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        return rundir.read_file(rundir.RunDir(run_dir).file(name), MAX_COPIED_BYTES)
     except FileNotFoundError:
         return None
-    except OSError as err:  # ELOOP: a symlink (O_NOFOLLOW); ENXIO: a socket; or unreadable
-        mode = path.lstat().st_mode
-        if stat.S_ISREG(mode):
-            raise ValueError(f"cannot read {path} ({err.strerror})") from None
-        raise ValueError(f"{path} is {_what(mode)}: publish copies regular files only") from None
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ValueError(f"{path} is {_what(mode)}: publish copies regular files only")
-        return f.read()
 
 
 def real_folder(root: Path, relative: Path) -> Path:
@@ -129,8 +110,8 @@ def publish_run(
     copies: list[tuple[Path, bytes]] = []
     for name in SMALL:
         data = read_regular(run_dir, name)
-        if name == METRICS_FILE and data is None:
-            raise FileNotFoundError(f"{run_dir}: no {METRICS_FILE} (the run did not finish)")
+        if name == rundir.METRICS and data is None:
+            raise FileNotFoundError(f"{run_dir}: no {rundir.METRICS} (the run did not finish)")
         if data is not None:
             copies.append((Path(name), data))
     for stage in PREDICTIONS:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ..data.conllu import DataError
 from ..metrics import NAMES, evaluate_files, punct_exclusion
-from ..rundir import write_atomic
+from ..rundir import RunDir, write_atomic
 from .loading import gold_file
-from .runs import Discovery, Run, prediction_file
+from .runs import Discovery, Run
 from .table import Group, aggregate, render, write_csv
 
 # Appendix B: test LAS and LCM under the POS-based punctuation exclusions (no UAS given).
@@ -41,7 +41,7 @@ def reevaluate(run: Run, stage: str, exclude: str) -> tuple[Run, float | None]:
             ``punct_tags`` match no exclusion (:func:`bockparse.metrics.punct_exclusion`).
     """
     gold, data = gold_file(run.path, stage)
-    pred = prediction_file(run.path, stage)
+    pred = RunDir(run.path).predictions(stage)
     if not pred.is_file():
         raise DataError(f"{pred}: no saved predictions")
     if exclude == "auto":

@@ -16,21 +16,28 @@ of the curve, and is dropped.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..rundir import CONFIG as CONFIG_FILE
-from ..rundir import HYDRA as HYDRA_FILE
-from ..rundir import METRICS as METRICS_FILE
-from ..rundir import REPLACED, RESUMED_EXACTLY, RESUMING, TRAIN_LOG, current_keys, current_name
-from ..rundir import predictions as predictions_path
+from ..rundir import (
+    CSV,
+    METRICS,
+    RESUMED_EXACTLY,
+    RESUMING,
+    TRAIN_LOG,
+    LinkRefused,
+    RunDir,
+    RunFileError,
+    current_name,
+    read_yaml,
+)
+from ..rundir import discover as run_folders
 
 DEV_KEY = "val/las"
 
@@ -80,43 +87,15 @@ class Discovery:
     sweep_seeds: set[int] = field(default_factory=set)
 
 
-def prediction_file(run_dir: str | Path, stage: str) -> Path:
-    """A run's saved predictions of ``stage`` (``val`` or ``test``): ``predictions/<stage>.conllu``
-    as ``bockparse-train`` writes it, else its gzip-compressed copy ``<stage>.conllu.gz`` (as
-    committed with published runs); the first name when neither exists."""
-    path = predictions_path(run_dir, stage)
-    compressed = path.with_name(path.name + ".gz")
-    return compressed if not path.is_file() and compressed.is_file() else path
-
-
-def _is_run_dir(path: Path) -> bool:
-    return (path / CONFIG_FILE).is_file() or (path / METRICS_FILE).is_file()
-
-
-def _candidates(root: Path) -> Iterable[Path]:
-    if _is_run_dir(root):
-        yield root
-        return
-    seen: set[Path] = set()
-    for marker in sorted(root.rglob("config.yaml")):
-        if marker.parent.name == ".hydra":
-            seen.add(marker.parent.parent)
-    for marker in sorted(root.rglob(METRICS_FILE)):
-        seen.add(marker.parent)
-    # Nested runs (a run inside a run's folder) do not occur; keep the outermost anyway. A run
-    # kept aside by overwrite=true (<folder>.replaced-<time>) is no longer part of its sweep.
-    for path in sorted(seen):
-        replaced = any(REPLACED in part for part in path.relative_to(root).parts)
-        if not replaced and not any(parent in seen for parent in path.parents):
-            yield path
-
-
-def _load_yaml(path: Path) -> DictConfig | None:
+def _readable(read: Callable[[], DictConfig | None]) -> DictConfig | None:
+    """``read()`` (a run folder's YAML file), ``None`` when it is absent or unreadable (a
+    truncated or foreign file: the run is read from its other files); a link is refused."""
     try:
-        cfg = OmegaConf.load(path)
-    except Exception:  # a truncated or foreign file: the run is read from its other files
+        return read()
+    except LinkRefused:
+        raise
+    except (FileNotFoundError, RunFileError):
         return None
-    return cfg if isinstance(cfg, DictConfig) else None
 
 
 def _select(cfg: DictConfig | None, key: str) -> Any:
@@ -130,27 +109,17 @@ def _select(cfg: DictConfig | None, key: str) -> Any:
 
 def read_run(path: str | Path) -> Run:
     """Read one run folder (finished or failed)."""
-    path = Path(path)
-    cfg = _load_yaml(path / CONFIG_FILE) if (path / CONFIG_FILE).is_file() else None
-    if cfg is not None:
-        try:
-            cfg = current_keys(cfg)
-        except Exception:  # interpolation errors in a foreign config
-            cfg = None
-    hydra_cfg = _load_yaml(path / HYDRA_FILE) if (path / HYDRA_FILE).is_file() else None
-    data = _select(hydra_cfg, "hydra.runtime.choices.data")
+    run = RunDir(path)
     metrics: dict[str, Any] | None = None
     error: str | None = None
-    metrics_path = path / METRICS_FILE
-    if metrics_path.is_file():
-        try:
-            metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
-            if not isinstance(metrics, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as err:
-            metrics, error = None, f"unreadable {METRICS_FILE}: {err}"
-    else:
-        error = f"no {METRICS_FILE} (the run failed, was stopped, or is still running)"
+    try:
+        cfg = _readable(run.config)
+        data = _select(_readable(run.hydra), "hydra.runtime.choices.data")
+        metrics = run.metrics()
+    except RunFileError as err:
+        cfg, data, error = None, None, f"unreadable: {err}"
+    if metrics is None and error is None:
+        error = f"no {METRICS} (the run failed, was stopped, or is still running)"
     source = metrics or {}
     seed = source.get("seed", _select(cfg, "seed"))
     decoder = source.get("decoder", _select(cfg, "decoder"))
@@ -159,7 +128,7 @@ def read_run(path: str | Path) -> Run:
         target = _select(cfg, "loss._target_")
         loss = str(target).rsplit(".", 1)[-1] if target else None
     return Run(
-        path=path,
+        path=run.path,
         experiment=source.get("experiment", _select(cfg, "experiment_name")),
         data=data,
         condition=current_name(source.get("condition", _select(cfg, "name")), decoder),
@@ -173,7 +142,7 @@ def read_run(path: str | Path) -> Run:
 
 def _sweep_seeds(root: Path) -> set[int]:
     """Seeds a multirun asked for, from its ``multirun.yaml`` (sweeper params or overrides)."""
-    cfg = _load_yaml(root / "multirun.yaml")
+    cfg = _readable(lambda: read_yaml(root / "multirun.yaml"))
     if cfg is None:
         return set()
     values: list[str] = []
@@ -206,11 +175,11 @@ def discover(paths: Sequence[str | Path]) -> Discovery:
         if not root.exists():
             raise FileNotFoundError(f"{root}: no such folder")
         found.sweep_seeds |= _sweep_seeds(root)
-        for run_dir in _candidates(root):
-            key = run_dir.resolve()
+        for run in run_folders(root):
+            key = run.path.resolve()
             if key not in seen:
                 seen.add(key)
-                found.runs.append(read_run(run_dir))
+                found.runs.append(read_run(run.path))
     return found
 
 
@@ -226,7 +195,7 @@ def metric(run: Run, key: str) -> float | None:
 
 def dev_curve(run_dir: str | Path, key: str = DEV_KEY) -> dict[int, float]:
     """Update -> development score during training, from ``csv/metrics.csv`` (empty if none)."""
-    path = Path(run_dir) / "csv" / "metrics.csv"
+    path = RunDir(run_dir).file(CSV)
     if not path.is_file():
         return {}
     with open(path, newline="", encoding="utf-8") as f:
@@ -283,7 +252,7 @@ _RESUMED_AT = re.compile(rf"{RESUMING} \S+(?: at update (\d+))?")
 
 def resumes(run_dir: str | Path) -> list[Resume]:
     """Every resume recorded in the run's ``train.log``, in order (empty without a log)."""
-    path = Path(run_dir) / TRAIN_LOG
+    path = RunDir(run_dir).file(TRAIN_LOG)
     if not path.is_file():
         return []
     found: list[Resume] = []

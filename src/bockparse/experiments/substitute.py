@@ -33,9 +33,8 @@ from ..decoders import get_decoder, tree_score
 from ..losses.common import normalized_arc_scores
 from ..metrics import COUNTS, batch_counts, check_punct_exclusion, rates
 from ..predict import predict_trees, sentence_rows
-from ..rundir import write_atomic
+from ..rundir import RunDir, write_atomic
 from .loading import LoadedRun, load_run, scored_batches
-from .runs import prediction_file
 
 SUBSTITUTED = ("cle", "bock-original", "bock", "tarjan")
 OPTIONAL_DECODERS = ("stanza-cle",)  # compared when registered (Stanza's own CL/E)
@@ -158,7 +157,7 @@ def _reproduced(run, stage, order, heads, labels) -> dict[str, Any] | None:
     from ..data.conllu import read_conllu
 
     decoder = run.cfg.decoder
-    path = prediction_file(run.path, stage)
+    path = RunDir(run.path).predictions(stage)
     if decoder not in heads or not path.is_file():
         return None
     saved = read_conllu(path, single_root=False, on_malformed="error", skip_option=None)

@@ -19,13 +19,13 @@ table1`` the Table 1 preset (its three conditions and the paper's seeds 1111, 22
 from __future__ import annotations
 
 import csv
-import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .. import rundir
 from ..rundir import write_atomic
 from .rows import (
     LOSS_LABELS,
@@ -183,7 +183,7 @@ def group_label(experiment: str, data: str | None) -> str:
 
 def _newest_first(run: Run) -> float:
     try:
-        return -(run.path / "metrics.json").stat().st_mtime
+        return -(run.path / rundir.METRICS).stat().st_mtime
     except OSError:
         return 0.0
 
@@ -565,9 +565,6 @@ def runs_markdown(groups: Sequence[Group]) -> str:
     return "\n".join(lines)
 
 
-ENVIRONMENT_FILE = "environment.json"
-
-
 def environment_markdown(groups: Sequence[Group]) -> str:
     """Where each finished run ran: precision (and why), CPU, its bf16 flags, torch version,
     from the run's ``environment.json`` (runs from before it existed: "not recorded")."""
@@ -577,8 +574,10 @@ def environment_markdown(groups: Sequence[Group]) -> str:
         for run in g.used:
             name = f"{g.label} {_row_text(row_key(run, g.layout) or '?')} seed {run.seed}"
             try:
-                env = json.loads((run.path / ENVIRONMENT_FILE).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                env = rundir.RunDir(run.path).environment()
+            except rundir.RunFileError:
+                env = None
+            if env is None:
                 precision = (run.metrics or {}).get("precision", "")
                 lines.append(f"| {name} | {precision} | not recorded | | | |")
                 continue

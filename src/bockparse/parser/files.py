@@ -17,9 +17,8 @@ describe is validated against the schema, and its weights against the file's
 (:func:`bockparse.modelfile.build_checked`), before anything is built. The embedded encoder
 files are limited to :data:`ENCODER_FILES` and loaded without custom code or hub access
 (:func:`bockparse.model.encoder.pretrained`). A run folder's files are read as they are:
-never through a symbolic link (:func:`bockparse.modelfile.check_no_links`,
-:func:`~bockparse.modelfile.read_file`), its config as plain data
-(:func:`.settings.read_run_config`: no resolver runs, nothing from the environment is read).
+through :class:`bockparse.rundir.RunDir`: never through a symbolic link, its config as plain
+data (no resolver runs, nothing from the environment is read).
 
 A model file holds the scorer's weights (no optimiser state), and one JSON string with the
 vocabularies, the settings (the model spec among them) and the run's metadata; the
@@ -52,13 +51,11 @@ from ..modelfile import (
     UnsafeFileError,
     build_checked,
     build_transformer,
-    check_no_links,
     check_tensors,
     load_tensors,
-    read_file,
     spec_from_config,
 )
-from .settings import RunSettings, checked_settings, read_run_config, run_settings
+from .settings import RunSettings, checked_settings, run_settings
 
 FORMAT = "bockparse-model"
 FORMAT_VERSION = 3  # 3: the spec's params.context; 2: the spec flat; 1: Hydra nodes (all read)
@@ -70,7 +67,6 @@ ENCODER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json",
                  "merges.txt", "spiece.model", "sentencepiece.bpe.model")  # fmt: skip
 REQUIRED_ENCODER_FILES = ("config.json", "tokenizer.json")
 MAX_ENCODER_FILE_BYTES = 64 * 2**20  # a multilingual tokenizer.json is ~17 MB
-MAX_JSON_BYTES = 2**20  # a run's metrics.json and environment.json (a few hundred bytes)
 
 
 class Loaded(NamedTuple):
@@ -92,19 +88,19 @@ def load(path: str | os.PathLike) -> Loaded:
         DataError: the saved vocabularies are unusable.
     """
     path = Path(path)
-    if path.is_dir():
-        if not rundir.is_run_dir(path):
-            raise ModelError(f"{path}: not a run folder (no {rundir.CONFIG})")
-        return _load_checkpoint(check_no_links(path, rundir.BEST), path)
-    content = load_tensors(path)
-    if content.get("format") == FORMAT:
-        return _load_exported(path, content)
-    if "state_dict" in content:
-        try:
-            run_dir = rundir.run_dir_of(path)
-        except FileNotFoundError as e:
-            raise ModelError(str(e)) from None
-        return _load_checkpoint(path, run_dir, content)
+    try:
+        if path.is_dir():
+            run = rundir.RunDir(path)
+            return _load_checkpoint(run.best, run)
+        content = load_tensors(path)
+        if content.get("format") == FORMAT:
+            return _load_exported(path, content)
+        if "state_dict" in content:
+            return _load_checkpoint(path, rundir.RunDir(rundir.run_dir_of(path)), content)
+    except rundir.LinkRefused as e:
+        raise UnsafeFileError(str(e)) from None
+    except (rundir.RunFileError, FileNotFoundError) as e:  # (no saved config)
+        raise ModelError(str(e)) from None
     raise ModelError(f"{path}: neither a bockparse model file nor a Lightning checkpoint")
 
 
@@ -203,47 +199,22 @@ def _scorer_state(path: Path, state_dict: Any) -> dict[str, torch.Tensor]:
     return state
 
 
-def _run_precision(run_dir: Path) -> str:
-    """The precision a run with ``trainer.precision: auto`` used (its ``environment.json``);
-    ``auto`` for a run without one (stopped before training): the parser resolves it."""
-    path = check_no_links(run_dir, rundir.ENVIRONMENT)
-    try:
-        text = read_file(path, MAX_JSON_BYTES)
-    except FileNotFoundError:
-        return AUTO
-    try:
-        precision = json.loads(text)["precision"]
-    except (ValueError, KeyError, TypeError, RecursionError) as e:
-        raise ModelError(f"{path}: damaged ({type(e).__name__}); it should name the run's "
-                         "precision") from None  # fmt: skip
-    if not isinstance(precision, str) or precision not in (*AUTOCAST_DTYPES, "32-true", "32"):
-        raise ModelError(f"{path}: unknown precision {repr(precision)[:60]}")
-    return precision
-
-
-def _run_metrics(run_dir: Path) -> Any:
-    """The run's ``metrics.json`` (``None`` without one), read as data (never through a link)."""
-    path = check_no_links(run_dir, rundir.METRICS)
-    try:
-        text = read_file(path, MAX_JSON_BYTES)
-    except FileNotFoundError:
-        return None
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise ModelError(f"{path}: not JSON ({type(e).__name__})") from None
-
-
-def _load_checkpoint(path: Path, run_dir: Path, content: dict[str, Any] | None = None) -> Loaded:
-    """A run's checkpoint, with the run's settings, vocabularies and metadata."""
+def _load_checkpoint(
+    path: Path, run: rundir.RunDir, content: dict[str, Any] | None = None
+) -> Loaded:
+    """A run's checkpoint, with the run's settings (its precision the one it used:
+    :attr:`bockparse.rundir.RunDir.precision`), vocabularies and metadata."""
     from ..model.encoder import load_encoder_tokenizer
 
-    config = check_no_links(run_dir, rundir.CONFIG)
-    settings = run_settings(read_run_config(config), str(config))
+    config = run.path / rundir.CONFIG
+    settings = run_settings(run.config(), str(config))
     if content is None:
         content = load_tensors(path)
     if settings.precision == AUTO:
-        settings = replace(settings, precision=_run_precision(run_dir))
+        precision = run.precision
+        if precision not in (AUTO, *AUTOCAST_DTYPES, "32-true", "32"):
+            raise ModelError(f"{run.path}: unknown precision {repr(precision)[:60]} recorded")
+        settings = replace(settings, precision=precision)
     vocabs = _vocabs_of_checkpoint(path, content)
     wordpieces = None
     encoder = settings.model["encoder"]
@@ -261,7 +232,7 @@ def _load_checkpoint(path: Path, run_dir: Path, content: dict[str, Any] | None =
         "checkpoint": path.name,
         "step": content.get("global_step"),
     }
-    metrics = _run_metrics(run_dir)
+    metrics = run.metrics()
     if metrics is not None:
         metadata["metrics"] = metrics
     scorer = build_checked(

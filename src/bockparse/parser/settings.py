@@ -1,20 +1,16 @@
 """What a parser needs from its run: :class:`RunSettings`, read from a run's composed config
-(:func:`read_run_config`, :func:`run_settings`, the one place that knows the config's keys) or
+(:meth:`bockparse.rundir.RunDir.config`, :func:`run_settings`, the one place that knows the
+config's keys) or
 from a model file (:func:`checked_settings`), all plain values within stated types and ranges,
 the model among them as the closed schema's spec (:mod:`bockparse.modelfile`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .. import rundir
 from ..hardware import AUTO, AUTOCAST_DTYPES
 from ..metrics import PUNCT_EXCLUSIONS
 from ..modelfile import (
@@ -22,17 +18,10 @@ from ..modelfile import (
     Int,
     ModelError,
     Name,
-    read_file,
     spec_from_config,
     validate_spec,
 )
 
-MAX_CONFIG_BYTES = 2**20  # a composed config is a few KB
-MAX_CONFIG_DEPTH = 64
-# An interpolation of another node of the same config (``${seed}``, ``${..decoder}``), the only
-# kind a run config is resolved with; anything else (``${oc.env:HOME}``, any resolver) is kept
-# as literal text, never evaluated.
-NODE_REFERENCE = re.compile(r"\$\{\.*[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\[\d+\])*\}")
 # Words in a batch read from a file (a run's data.batch_size: 5,000 in the paper's runs).
 MAX_BATCH_WORDS = 1_000_000
 
@@ -71,96 +60,17 @@ class RunSettings:
     precision: str = "32-true"  # model files exported before this field predicted in fp32
 
 
-class _RunConfigLoader(yaml.SafeLoader):
-    """YAML as OmegaConf reads it (its safe loader: no Python tags, duplicate keys refused),
-    without anchors and aliases: Hydra never writes them, and nested aliases expand
-    exponentially."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise yaml.composer.ComposerError(
-                None, None, "anchors and aliases are not accepted in a run config",
-                event.start_mark,
-            )  # fmt: skip
-        return super().compose_node(parent, index)
-
-
-def _loader() -> type[yaml.SafeLoader]:
-    from omegaconf._utils import get_yaml_loader
-
-    return type("RunConfigLoader", (_RunConfigLoader, get_yaml_loader()), {})
-
-
-def _literal(text: str, source: str, key: str) -> str:
-    """``text`` as OmegaConf should read it: as is when its interpolations are all node
-    references (:data:`NODE_REFERENCE`), else with every ``${`` escaped (literal text).
-
-    Raises:
-        ModelError: a backslash beside a non-node interpolation (its escaping is ambiguous).
-    """
-    if "${" not in text or "${" not in NODE_REFERENCE.sub("", text):
-        return text
-    if "\\" in text:
-        raise ModelError(f"{source}: {key}: an interpolation with a backslash is refused")
-    return text.replace("${", "\\${")
-
-
-def read_run_config(path: str | Path) -> Any:
-    """A run's composed config (``.hydra/config.yaml``) read as plain data: a regular file, not
-    followed through a symbolic link (:func:`bockparse.modelfile.read_file`), YAML without
-    anchors and aliases, node references its only interpolations (any resolver, such as
-    ``${oc.env:...}``, stays literal text: nothing from the environment or code reaches the
-    settings).
-
-    Returns:
-        An OmegaConf ``DictConfig``.
-
-    Raises:
-        ModelError: unreadable, not YAML, not a mapping, or nested too deeply.
-    """
-    from omegaconf import OmegaConf
-
-    try:
-        text = read_file(path, MAX_CONFIG_BYTES).decode("utf-8")
-        data = yaml.load(text, Loader=_loader())
-    except FileNotFoundError:
-        raise ModelError(f"{path}: not found") from None
-    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelError(f"{path}: not a readable run config ({first})") from None
-    if not isinstance(data, dict):
-        raise ModelError(f"{path}: not a run config (a {type(data).__name__})")
-    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
-    while stack:
-        node, at, depth = stack.pop()
-        if depth > MAX_CONFIG_DEPTH:
-            raise ModelError(f"{path}: nested deeper than {MAX_CONFIG_DEPTH} at {at}")
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, value in items:
-            name = f"{at}.{key}" if at else str(key)
-            if isinstance(value, str):
-                node[key] = _literal(value, str(path), name)
-            elif isinstance(value, dict | list):
-                stack.append((value, name, depth + 1))
-    try:
-        return OmegaConf.create(data)
-    except Exception as e:  # OmegaConf raises many types on odd keys or values
-        raise ModelError(f"{path}: not a readable run config ({type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else ''})") from None  # fmt: skip
-
-
 def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     """The settings a parser reads from a run's composed config (``.hydra/config.yaml``).
 
-    The one function that knows the config's key names (configs of the old layout, with a
-    ``condition`` group, are read through :func:`bockparse.rundir.current_keys`).
+    The one function that knows the config's key names, in the current layout (a run folder's
+    config as :meth:`bockparse.rundir.RunDir.config` reads it: old layouts moved there).
     The model and encoder nodes become the closed schema's spec
     (:func:`bockparse.modelfile.spec_from_config`): their ``_target_`` strings are looked up
     in a fixed table, never imported.
 
     Args:
-        cfg: the composed config (an OmegaConf ``DictConfig``).
+        cfg: the composed config (an OmegaConf ``DictConfig``) in the current key layout.
         source: the config's file, for messages.
 
     Raises:
@@ -168,8 +78,6 @@ def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
             the project's.
     """
     from omegaconf import OmegaConf
-
-    cfg = rundir.current_keys(cfg)
 
     def get(key: str, required: bool = True) -> Any:
         try:

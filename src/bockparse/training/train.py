@@ -268,7 +268,11 @@ def folder_conflict(cfg: DictConfig, run_dir: Path, job_log: str | None = None) 
 
 
 def _saved_config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
-    """How ``cfg`` differs from the config saved in ``run_dir`` (empty when none is saved)."""
+    """How ``cfg`` differs from the config saved in ``run_dir`` (empty when none is saved).
+
+    The saved config names the precision its run resolved ``auto`` to: a ``cfg`` asking for
+    ``auto`` takes it, as a resumed run keeps the precision it began with
+    (:func:`resolve_run_precision`)."""
     config = run_dir / rundir.CONFIG
     if not config.is_file():
         return []
@@ -278,7 +282,11 @@ def _saved_config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
         return [f"{rundir.CONFIG} cannot be read ({type(err).__name__})"]
     if not isinstance(saved, dict):
         return [f"{rundir.CONFIG} holds no config"]
-    return rundir.config_changes(saved, OmegaConf.to_container(cfg, resolve=False))
+    current = OmegaConf.to_container(cfg, resolve=False)
+    trainer = saved.get("trainer")
+    if cfg.trainer.precision == AUTO and isinstance(trainer, dict) and "precision" in trainer:
+        current["trainer"]["precision"] = trainer["precision"]
+    return rundir.config_changes(saved, current)
 
 
 def claim(cfg: DictConfig, lock: rundir.RunLock, job_log: str | None = None) -> dict | None:
@@ -396,12 +404,12 @@ def _run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None) -> dict[str, 
     resume = last if cfg.resume and last.exists() else None
     saved, resumed_step = check_resume(cfg, resume) if resume is not None else (None, None)
     if hydra is not None:  # nothing written before the folder and last.ckpt are checked
-        if getattr(rank_zero_only, "rank", 0) == 0:
-            write_hydra_config(run_dir, cfg, hydra)
         attach_job_log(run_dir, hydra)
     if cfg.resume and resume is None:
         log.warning("resume=true but %s does not exist: starting afresh", last)
     precision_reason = resolve_run_precision(cfg, saved)
+    if hydra is not None and getattr(rank_zero_only, "rank", 0) == 0:
+        write_hydra_config(run_dir, cfg, hydra)  # its trainer.precision: the one the run uses
     log_choices(cfg, run_dir)
     if resume is not None:
         log.info("%s %s at update %d", rundir.RESUMING, resume, resumed_step)

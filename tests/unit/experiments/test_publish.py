@@ -14,7 +14,8 @@ from bockparse.cli.experiments import publish as main
 from bockparse.data.conllu import DataError, parse_conllu
 from bockparse.experiments.publish import publish_run
 from bockparse.experiments.reeval import reevaluate
-from bockparse.experiments.runs import prediction_file, read_run
+from bockparse.experiments.runs import read_run
+from bockparse.rundir import RunDir
 
 
 def _finished_run(tmp_path):
@@ -53,8 +54,8 @@ def test_publish_copies_the_small_files_and_no_checkpoint(tmp_path, monkeypatch,
     ).read_bytes()
     assert len(again) == 7
     # the published copy re-evaluates as the run folder does
-    assert prediction_file(dest, "test").name == "test.conllu.gz"
-    assert prediction_file(run, "test").name == "test.conllu"
+    assert RunDir(dest).predictions("test").name == "test.conllu.gz"
+    assert RunDir(run).predictions("test").name == "test.conllu"
     original, gap = reevaluate(read_run(run), "test", "upos")
     published, published_gap = reevaluate(read_run(dest), "test", "upos")
     assert published.metrics == original.metrics and published_gap == gap == 0.0
@@ -95,8 +96,8 @@ def test_a_symlink_in_a_run_is_refused_and_nothing_of_the_run_written(tmp_path, 
     assert main([str(tmp_path / "multirun"), "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"bockparse-publish: refused {run}: {run / name} is a symlink: publish copies regular "
-        "files only"
+        f"bockparse-publish: refused {run}: {run / name}: refused: a symbolic link (a run "
+        "folder's files are read only where they are, never followed)"
     ]
     assert not [p for p in out.rglob("*") if p.is_file()]
     assert not any("PRIVATE" in p.read_text() for p in tmp_path.rglob("*.gz") if p.is_file())
@@ -107,13 +108,13 @@ def test_a_symlinked_folder_or_a_fifo_in_a_run_is_refused(tmp_path, capsys):
     elsewhere = tmp_path / "elsewhere"
     (run / ".hydra").rename(elsewhere)
     (run / ".hydra").symlink_to(elsewhere)
-    with pytest.raises(ValueError, match=r"\.hydra is a symlink where a folder belongs"):
+    with pytest.raises(ValueError, match=r"\.hydra: refused: a symbolic link"):
         publish_run(run, tmp_path / "out")
     (run / ".hydra").unlink()
     elsewhere.rename(run / ".hydra")
     (run / "train.log").unlink()
     os.mkfifo(run / "train.log")  # opening it for reading would wait for a writer forever
-    with pytest.raises(ValueError, match=r"train\.log is not a regular file"):
+    with pytest.raises(ValueError, match=r"train\.log: not a regular file"):
         publish_run(run, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
