@@ -56,6 +56,7 @@ from torch import nn
 from .data.conllu import DataError
 from .heads import HEADS, head_classes
 from .heads.transition.systems import SYSTEMS
+from .rundir import shown
 
 SCHEMA_VERSION = 3  # 3: params.context (model.context); 2: one flat params mapping
 # Hydra targets of the project's own conf/ tree -> schema kinds (looked up, never imported).
@@ -158,7 +159,7 @@ def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
             "runs with bockparse-export."
         ) from None
     except Exception as e:  # torch raises many types on files it cannot read; none runs code
-        raise ModelError(f"{path}: not a bockparse model or checkpoint ({_shown(e)})") from None
+        raise ModelError(f"{path}: not a bockparse model or checkpoint ({shown(e)})") from None
     if not isinstance(content, dict):
         kind = type(content).__name__
         raise ModelError(f"{path}: not a bockparse model or checkpoint (a {kind})")
@@ -179,7 +180,7 @@ def check_tensors(
         raise ModelError(f"{where}: must map names to tensors, got a {type(tensors).__name__}")
     for name, tensor in tensors.items():
         if not isinstance(name, str):
-            raise ModelError(f"{where}: tensor name {_shown(name)} is not a string")
+            raise ModelError(f"{where}: tensor name {shown(name)} is not a string")
         at = f"{where}: tensor {name!r}"
         if not isinstance(tensor, torch.Tensor):
             raise ModelError(f"{at} is a {type(tensor).__name__}, not a tensor")
@@ -200,12 +201,6 @@ def check_tensors(
 
 
 # -- the schema ------------------------------------------------------------------------------
-
-
-def _shown(value: Any, width: int = 60) -> str:
-    """``repr(value)`` cut to ``width`` characters: one line, control characters escaped."""
-    text = repr(value)
-    return text if len(text) <= width else f"{text[: width - 3]}..."
 
 
 @dataclass(frozen=True)
@@ -350,11 +345,11 @@ def _check_params(
                 raise ModelError(f"{where}: parameter {name!r} must be a mapping")
             continue
         if name not in accepted:
-            shown = _shown(name) if isinstance(name, str) else f"{_shown(name)} (not a name)"
-            raise ModelError(f"{where}: unknown parameter {shown} (known: {sorted(accepted)})")
+            named = shown(name) if isinstance(name, str) else f"{shown(name)} (not a name)"
+            raise ModelError(f"{where}: unknown parameter {named} (known: {sorted(accepted)})")
         problem = PARAMETERS[name].problem(value)
         if problem:
-            raise ModelError(f"{where}: parameter {name!r} = {_shown(value)} {problem}")
+            raise ModelError(f"{where}: parameter {name!r} = {shown(value)} {problem}")
     required = [n for n in accepted if signature[n].default is inspect.Parameter.empty]
     missing = sorted(set(required) - set(params))
     if missing:
@@ -377,7 +372,7 @@ def _rule(node: Mapping[str, Any], key: str, where: str) -> Any:
         raise ModelError(f"{where}: no {key!r}")
     problem = PARAMETERS[key].problem(node[key])
     if problem:
-        raise ModelError(f"{where}: {key!r} = {_shown(node[key])} {problem}")
+        raise ModelError(f"{where}: {key!r} = {shown(node[key])} {problem}")
     return node[key]
 
 
@@ -393,12 +388,12 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
         raise ModelError(f"{where}: must be a mapping")
     unknown = set(spec) - {"kind", "params", "encoder"}
     if unknown:
-        raise ModelError(f"{where}: unknown keys {_shown(sorted(map(str, unknown)))}")
+        raise ModelError(f"{where}: unknown keys {shown(sorted(map(str, unknown)))}")
     spec = {**spec, "params": nested_params(spec.get("params"))}
     kinds = model_kinds()
     kind = spec.get("kind")
     if not isinstance(kind, str) or kind not in kinds:
-        raise ModelError(f"{where}: unknown kind {_shown(kind)} (known: {sorted(kinds)})")
+        raise ModelError(f"{where}: unknown kind {shown(kind)} (known: {sorted(kinds)})")
     params = _check_params(
         spec.get("params"), kinds[kind], ("self", "vocabs", "encoder"), where, nested=(CONTEXT,)
     )
@@ -416,7 +411,7 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
         raise ModelError(f"{where}: must be a mapping or null")
     unknown = set(encoder) - {"transformer", "tokenizer", "max_length", "params"}
     if unknown:
-        raise ModelError(f"{where}: unknown keys {_shown(sorted(map(str, unknown)))}")
+        raise ModelError(f"{where}: unknown keys {shown(sorted(map(str, unknown)))}")
     _rule(encoder, "tokenizer", where)
     _rule(encoder, "max_length", where)
     _check_params(encoder.get("params", {}), TransformerEncoder, ("self", "transformer"), where)
@@ -426,14 +421,14 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
         if set(transformer) != {"kind", "name_or_path"}:
             raise ModelError(f"{where}: a pretrained transformer has kind and name_or_path only")
         if PARAMETERS["tokenizer"].problem(transformer["name_or_path"]):
-            raise ModelError(f"{where}: 'name_or_path' = {_shown(transformer['name_or_path'])} "
+            raise ModelError(f"{where}: 'name_or_path' = {shown(transformer['name_or_path'])} "
                              "must be a name or a folder (printable text)")  # fmt: skip
     elif transformer.get("kind") == "random_bert":
         if set(transformer) != {"kind", "params"}:
             raise ModelError(f"{where}: a random_bert transformer has kind and params only")
         _check_params(transformer["params"], random_bert, (), where)
     else:
-        raise ModelError(f"{where}: unknown kind {_shown(transformer.get('kind'))} "
+        raise ModelError(f"{where}: unknown kind {shown(transformer.get('kind'))} "
                          "(known: pretrained, random_bert)")  # fmt: skip
     return dict(spec)
 
@@ -466,7 +461,7 @@ def check_transformers_json(data: Any, source: str) -> None:
     """
     builtin = ", ".join(str(name) for name in BUILTIN_ATTENTION)
     for key, value in _code_references(data):
-        raise UnsafeFileError(f"{source}: refused: {key} = {_shown(value)} would make "
+        raise UnsafeFileError(f"{source}: refused: {key} = {shown(value)} would make "
                               "transformers run code from the file or fetch it from the hub "
                               f"(implementations allowed: {builtin})")  # fmt: skip
 
@@ -503,31 +498,31 @@ def check_transformer_config(
     check_transformers_json(config, source)
     for key, rule in TRANSFORMER_SIZES.items():
         if key in config and (problem := rule.problem(config[key])):
-            raise ModelError(f"{source}: {key} = {_shown(config[key])} {problem}")
+            raise ModelError(f"{source}: {key} = {shown(config[key])} {problem}")
     for key, value in config.items():
         name = str(key)
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if number and not math.isfinite(value):
             raise ModelError(f"{source}: {name} = {value} is not a finite number")
         if number and ("dropout" in name or name.endswith("_prob")) and not 0 <= value <= 1:
-            raise ModelError(f"{source}: {name} = {_shown(value)} must be in [0, 1]")
+            raise ModelError(f"{source}: {name} = {shown(value)} must be in [0, 1]")
         if number and name.endswith("_eps") and not 0 < value <= 1:
-            raise ModelError(f"{source}: {name} = {_shown(value)} must be in (0, 1]")
+            raise ModelError(f"{source}: {name} = {shown(value)} must be in (0, 1]")
         vocab = config.get("vocab_size")
         if name.endswith("_token_id") and value is not None and isinstance(vocab, int):
             if Int(0, vocab - 1).problem(value):
-                raise ModelError(f"{source}: {name} = {_shown(value)} is not a piece of the "
+                raise ModelError(f"{source}: {name} = {shown(value)} is not a piece of the "
                                  f"vocabulary (0..{vocab - 1}) or null")  # fmt: skip
         if defaults is not None and key in defaults and not _same_kind(value, defaults[key]):
-            raise ModelError(f"{source}: {name} = {_shown(value)} is not of the kind its "
-                             f"default {_shown(defaults[key])} is")  # fmt: skip
+            raise ModelError(f"{source}: {name} = {shown(value)} is not of the kind its "
+                             f"default {shown(defaults[key])} is")  # fmt: skip
 
 
 def _kind_of(node: Mapping[str, Any], expected: set[str], where: str) -> str:
     target = str(node.get("_target_", ""))
     kind = TARGETS.get(target)
     if kind not in expected:
-        raise ModelError(f"{where}: unknown class {_shown(target)}; a bockparse run names one of "
+        raise ModelError(f"{where}: unknown class {shown(target)}; a bockparse run names one of "
                          f"{sorted(t for t, k in TARGETS.items() if k in expected)}")  # fmt: skip
     return kind
 
@@ -602,7 +597,7 @@ def build_transformer(spec: Mapping[str, Any]) -> nn.Module:
         config = pretrained(AutoConfig, transformer["name_or_path"])
     except OSError as e:
         raise ModelError(f"cannot read the configuration of encoder "
-                         f"{_shown(transformer['name_or_path'])} offline; load an exported model "
+                         f"{shown(transformer['name_or_path'])} offline; load an exported model "
                          f"file instead ({e})") from None  # fmt: skip
     return without_pooler(AutoModel.from_config(config))
 
@@ -646,7 +641,7 @@ def build_checked(
             skeleton = build_scorer(spec, vocabs, transformer and transformer()).state_dict()
     except Exception as e:  # the project's classes and transformers refuse values many ways
         raise ModelError(f"{source}: the model its settings describe cannot be built "
-                         f"({_shown(e, 200)})") from None  # fmt: skip
+                         f"({shown(e, 200)})") from None  # fmt: skip
     encoder = spec.get("encoder")
     positions = skeleton.get(f"{CONTEXT}.encoder.transformer.embeddings.position_embeddings.weight")
     if encoder is not None and positions is not None and encoder["max_length"] > positions.shape[0]:

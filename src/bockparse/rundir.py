@@ -128,16 +128,47 @@ def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def config_changes(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """``key: saved -> current`` (keys escaped, values as ``repr``) for every setting that
-    differs between two configs (plain containers, unresolved), sorted; settings of
-    :data:`RESULT_FREE` may differ."""
+_PLAIN_KEY = re.compile(r"[\w.-]+")  # a dotted config key, shown as it is
+SHOWN = 200  # characters of a value read from a file that a message shows
+
+
+def shown(value: Any, key: bool = False, width: int = SHOWN) -> str:
+    """``value`` (read from a file) for a one-line message: its ``repr`` (control characters
+    escaped) cut to ``width`` characters; a ``key`` of word characters, dots and dashes as it
+    is. The one escaper of file contents in messages and logs."""
+    if key and isinstance(value, str) and _PLAIN_KEY.fullmatch(value):
+        return value
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def config_changes(
+    saved: dict[str, Any],
+    current: dict[str, Any],
+    *,
+    under: Iterable[str] | None = None,
+    free: Iterable[str] = RESULT_FREE,
+    same: Callable[[str, Any, Any], bool] = lambda key, old, new: old == new,
+) -> list[str]:
+    """``key: saved -> current`` (keys and values escaped by :func:`shown`) for every setting
+    that differs between two configs (plain containers), sorted.
+
+    Args:
+        under: compare only these top-level keys (``None``: all).
+        free: settings that may differ (prefixes of dotted keys).
+        same: whether ``old`` and ``new`` of ``key`` count as equal.
+    """
+    if under is not None:
+        saved = {k: saved.get(k) for k in under}
+        current = {k: current.get(k) for k in under}
     old, new = _leaves(saved), _leaves(current)
     missing = "<absent>"
-    return [f"{_escaped(key)}: {old.get(key, missing)!r} -> {new.get(key, missing)!r}"
+    free = tuple(free)
+    return [f"{shown(key, key=True)}: {shown(old.get(key, missing))} -> "
+            f"{shown(new.get(key, missing))}"
             for key in sorted(old.keys() | new.keys())
-            if not _within(key, RESULT_FREE) and old.get(key, missing) != new.get(key, missing)
-            ]  # fmt: skip
+            if not _within(key, free) and not same(key, old.get(key, missing),
+                                                   new.get(key, missing))]  # fmt: skip
 
 
 def planted_links(run_dir: str | os.PathLike, names: Iterable[str | os.PathLike]) -> list[Path]:
@@ -711,12 +742,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _escaped(value: object) -> str:
-    """``value`` for a one-line message: as is when printable, else its ``repr``."""
-    text = str(value)
-    return text if text.isprintable() else repr(text)
-
-
 class RunLock:
     """One training at a time per run folder: ``<run>/train.lock`` names its holder.
 
@@ -835,7 +860,7 @@ class RunLock:
             return None
         if age > STALE_AFTER:
             return None
-        who = (f"process {_escaped(pid)} on host {_escaped(host)}" if host is not None
+        who = (f"process {shown(pid)} on host {shown(host, key=True)}" if host is not None
                else "an unknown process (the lock file cannot be read)")  # fmt: skip
         return (f"{self.run_dir} is held by {who} (lock {self.path}, refreshed {age:.0f} s ago; "
                 f"a lock without a heartbeat for {STALE_AFTER:.0f} s is taken over): wait for "

@@ -15,7 +15,6 @@ import json
 import logging
 import math
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from ..data.conllu import DataError
 from ..data.vocab import Vocabs
 from ..heads import HEADS
 from ..modelfile import TARGETS, ModelError, UnsafeFileError, load_tensors
+from ..rundir import config_changes, shown
 from .checkpoints import STATE_KEY, CheckpointWriter
 from .checks import MAX_UPDATES, PRECISIONS
 from .clock import RunClock
@@ -62,41 +62,20 @@ class SaveConfig(pl.Callback):
         checkpoint[CONFIG_KEY] = self.config
 
 
-_PLAIN_KEY = re.compile(r"[\w.-]+")  # a dotted config key, shown as it is
-SHOWN = 200  # characters of a value from a file shown in a message
-
-
-def shown(value: Any, key: bool = False) -> str:
-    """``value`` (read from a file) for a one-line message: its ``repr`` cut to
-    :data:`SHOWN` characters (control characters escaped); a ``key`` of word characters,
-    dots and dashes as it is."""
-    if key and isinstance(value, str) and _PLAIN_KEY.fullmatch(value):
-        return value
-    text = repr(value)
-    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
-
-
-def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(tree, dict):
-        return {prefix: tree}
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
-    return out
-
-
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """``key: saved -> current`` for every setting under ``RESUME_KEYS`` that differs (dotted
-    keys, sorted; keys and values escaped by :func:`shown`); settings in ``RESUME_FREE`` may
-    differ."""
-    old = {key: MOVED.get(value, value) if isinstance(value, str) and key.endswith("_target_")
-           else value
-           for key, value in _flat({k: saved.get(k) for k in RESUME_KEYS}).items()}  # fmt: skip
-    new = _flat({k: current.get(k) for k in RESUME_KEYS})
-    return [f"{shown(key, key=True)}: {shown(old.get(key, '<absent>'))} -> "
-            f"{shown(new.get(key, '<absent>'))}"
-            for key in sorted(old.keys() | new.keys())
-            if key not in RESUME_FREE and not _same(key, old.get(key), new.get(key))]  # fmt: skip
+    """``key: saved -> current`` for every setting under ``RESUME_KEYS`` that differs
+    (:func:`bockparse.rundir.config_changes`; the heads' old class paths read as today's,
+    :data:`MOVED`); settings in ``RESUME_FREE`` may differ."""
+    saved = {key: _moved(value) for key, value in saved.items()}
+    return config_changes(saved, current, under=RESUME_KEYS, free=RESUME_FREE, same=_same)
+
+
+def _moved(tree: Any) -> Any:
+    """``tree`` with every ``_target_`` that names a moved class renamed (:data:`MOVED`)."""
+    if not isinstance(tree, dict):
+        return tree
+    return {key: MOVED.get(value, value) if key == "_target_" and isinstance(value, str)
+            else _moved(value) for key, value in tree.items()}  # fmt: skip
 
 
 def _same(key: str, old: Any, new: Any) -> bool:
