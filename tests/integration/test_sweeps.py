@@ -94,8 +94,10 @@ def test_runs_are_named_by_loss_and_decoder_however_spelled(overrides, name):
     # a function of (loss, decoder) (a transition parser: its system), or an explicit name
     cfg = composed(*overrides)
     assert cfg.name == name
-    # the folder: the name, and the overrides it does not spell (issue 49), here the model's
-    folder = f"{name},model=transition" if "model=transition" in overrides else name
+    # the folder: the name, and the overrides it does not spell (issue 49): here the model's,
+    # and under an explicit name the condition's
+    spelled = {"model=transition": ",model=transition", "name=mine": ",condition=local-ce"}
+    folder = name + "".join(rest for key, rest in spelled.items() if key in overrides)
     assert cfg.hydra.run.dir == f"outputs/{cfg.experiment_name}/{folder}/seed1111"
 
 

@@ -600,11 +600,14 @@ def _stop(config: DictConfig, problems: list[str]) -> None:
     )
 
 
-def _stop_settings(problems: list[str]) -> None:
-    """Exit 1 with one ``bockparse-train:`` line per problem on standard error."""
-    for problem in problems:
+def _stop_if(config: DictConfig, settings: list[str], data: list[str]) -> None:
+    """Exit 1 naming every problem: the settings' (one line each), then the data files'."""
+    for problem in settings:
         print(f"bockparse-train: {problem}", file=sys.stderr)
-    sys.exit(1)
+    if data:
+        _stop(config, data)
+    if settings:
+        sys.exit(1)
 
 
 class RequireData(Callback):
@@ -624,29 +627,16 @@ class RequireData(Callback):
         os.environ.setdefault(SAMPLE_ENV, str(sample_dir()))
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if problems := setting_problems(config):
-            _stop_settings(problems)
-        problems = data_problems(config.data)
-        if problems:
-            _stop(config, problems)
+        _stop_if(config, setting_problems(config), data_problems(config.data))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         swept = swept_keys(config)  # their problems, if any, are the jobs'
         problems = [p for p in setting_problems(config) if not p.startswith(tuple(swept))]
-        if problems:
-            _stop_settings(problems)
         skip = _skipped_splits(swept)
-        if skip is None:
-            return
-        problems = data_problems(config.data, skip)
-        if problems:
-            _stop(config, problems)
+        _stop_if(config, problems, [] if skip is None else data_problems(config.data, skip))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if problems := setting_problems(config):
-            _stop_settings(problems)
         problem = root_problem(config.data)
-        if problem is not None:
-            _stop(config, [problem])
+        _stop_if(config, setting_problems(config), [] if problem is None else [problem])
         if estimate := budget_estimate(config):
             log.warning("%s", estimate)
