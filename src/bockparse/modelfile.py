@@ -40,23 +40,34 @@ read from a file reaches ``hydra.utils.instantiate`` or an import by name.
 from __future__ import annotations
 
 import inspect
-import math
 import os
 import pickle
 import stat
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from .data.conllu import DataError
 from .heads import HEADS, head_classes
 from .heads.transition.systems import SYSTEMS
 from .rundir import shown
+from .untrusted import (
+    INTERMEDIATE,
+    LAYERS,
+    PIECES,
+    RATE,
+    WIDTH,
+    Choice,
+    Flag,
+    Int,
+    ModelError,
+    Name,
+    Real,
+    UnsafeFileError,
+)
 
 SCHEMA_VERSION = 3  # 3: params.context (model.context); 2: one flat params mapping
 # Hydra targets of the project's own conf/ tree -> schema kinds (looked up, never imported).
@@ -79,18 +90,6 @@ CONTEXT_MODULES = ("encoder.", "word_embedding.", "upos_embedding.", "xpos_embed
 # A torch archive's pickle (the containers around the tensors: a checkpoint's is ~100 KB).
 MAX_PICKLE_BYTES = 256 * 2**20
 MAX_MEMBERS = 1_000_000  # members of a torch archive (one per tensor storage)
-# Attention implementations a transformer's configuration may name: transformers' own; any
-# other value is a kernel fetched from the hub.
-BUILTIN_ATTENTION = (None, "eager", "sdpa")
-
-
-class ModelError(DataError):
-    """A model path or file is unusable (missing, not a model, or refused as unsafe)."""
-
-
-class UnsafeFileError(ModelError):
-    """A file refused because loading it could run code (a pickle payload, custom code of a
-    transformer) or reach outside it (a symbolic link, a hub download)."""
 
 
 def model_kinds() -> dict[str, type[nn.Module]]:
@@ -203,71 +202,6 @@ def check_tensors(
 # -- the schema ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Int:
-    """An integer (not a bool) in ``low..high``."""
-
-    low: int
-    high: int
-
-    def problem(self, value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            return f"must be an integer in {self.low}..{self.high}"
-        return None if self.low <= value <= self.high else f"must be in {self.low}..{self.high}"
-
-
-@dataclass(frozen=True)
-class Real:
-    """A finite number (an int or a float, not a bool) in ``[low, high]``, or ``[low, high)``
-    with ``open_high``."""
-
-    low: float
-    high: float
-    open_high: bool = False
-
-    def problem(self, value: Any) -> str | None:
-        span = f"[{self.low}, {self.high}{')' if self.open_high else ']'}"
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"must be a number in {span}"
-        inside = self.low <= value and (value < self.high if self.open_high else value <= self.high)
-        return None if math.isfinite(value) and inside else f"must be in {span}"
-
-
-@dataclass(frozen=True)
-class Flag:
-    """``true`` or ``false``."""
-
-    def problem(self, value: Any) -> str | None:
-        return None if isinstance(value, bool) else "must be true or false"
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One of some names."""
-
-    values: tuple[str, ...]
-
-    def problem(self, value: Any) -> str | None:
-        return None if isinstance(value, str) and value in self.values else (
-            f"must be one of {', '.join(self.values)}")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Name:
-    """A name or local folder (a tokenizer's): a non-empty string of printable characters."""
-
-    def problem(self, value: Any) -> str | None:
-        ok = isinstance(value, str) and 0 < len(value) <= 4096 and value.isprintable()
-        return None if ok else "must be a name or a folder (printable text)"
-
-
-# Sizes: generous for any encoder-sized parser (the paper's widths are at most 800,
-# BERT-large's 1024 and 24 layers; multilingual vocabularies ~250,000 pieces), small enough that
-# no spec allocates more than a few GB before its weights are compared with the file's.
-WIDTH = Int(1, 8192)  # embedding, hidden and MLP widths
-LAYERS = Int(1, 64)
-PIECES = Int(3, 2**17)  # the longest window, [CLS] and [SEP] included (a position table)
-RATE = Real(0.0, 1.0, open_high=True)  # dropouts
 # Every parameter a model file or a run config may give a scorer, a Contextualizer, a
 # TransformerEncoder or random_bert (by name: the same name means the same thing in each), with
 # its type and range. The one table of them: validate_spec checks model files and run folders
@@ -286,13 +220,7 @@ PARAMETERS: dict[str, Int | Real | Flag | Choice | Name] = {
     "chunk_pieces": Int(1, 2**20), "max_padding": Real(1.0, 100.0),
     # random_bert (and the encoder's max_length)
     "tokenizer": Name(), "num_layers": LAYERS, "hidden_size": WIDTH, "num_heads": Int(1, 256),
-    "intermediate_size": Int(1, 4 * WIDTH.high), "max_length": PIECES,
-}  # fmt: skip
-# A transformer configuration's (config.json) sizes, by transformers' names, and their limits.
-TRANSFORMER_SIZES: dict[str, Int] = {
-    "vocab_size": Int(1, 2**20), "hidden_size": WIDTH, "num_hidden_layers": LAYERS,
-    "num_attention_heads": Int(1, 256), "intermediate_size": PARAMETERS["intermediate_size"],
-    "max_position_embeddings": Int(1, PIECES.high), "type_vocab_size": Int(1, 1024),
+    "intermediate_size": INTERMEDIATE, "max_length": PIECES,
 }  # fmt: skip
 
 
@@ -433,91 +361,6 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     return dict(spec)
 
 
-def _code_references(data: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """``(key path, value)`` of every key in a transformers JSON file that makes transformers
-    run code or fetch it: ``auto_map`` (custom classes) and ``*_implementation`` (attention or
-    expert kernels) other than the built-in ones; nested configurations included."""
-    stack = [(path, data)]
-    while stack:
-        at, node = stack.pop()
-        if isinstance(node, Mapping):
-            for key, value in node.items():
-                name = f"{at}.{key}" if at else str(key)
-                bare = str(key).strip("_").removesuffix("_internal")
-                if key == "auto_map" or (bare.endswith("_implementation")
-                                         and value not in BUILTIN_ATTENTION):  # fmt: skip
-                    yield name, value
-                stack.append((name, value))
-        elif isinstance(node, list):
-            stack.extend((f"{at}[{i}]", v) for i, v in enumerate(node))
-
-
-def check_transformers_json(data: Any, source: str) -> None:
-    """Refuse a transformers JSON file (``config.json``, ``tokenizer_config.json``) that
-    would make transformers run or fetch code (:func:`_code_references`).
-
-    Raises:
-        UnsafeFileError: naming ``source`` and the key.
-    """
-    builtin = ", ".join(str(name) for name in BUILTIN_ATTENTION)
-    for key, value in _code_references(data):
-        raise UnsafeFileError(f"{source}: refused: {key} = {shown(value)} would make "
-                              "transformers run code from the file or fetch it from the hub "
-                              f"(implementations allowed: {builtin})")  # fmt: skip
-
-
-def _same_kind(value: Any, default: Any) -> bool:
-    """Whether a configuration value has the kind of its class default: a bool for a bool, an
-    int for an int, a number for a float, a string for a string, the same container for a
-    container; a plain value or a list of them where the default is ``None``."""
-    plain = (bool, int, float, str, type(None))
-    if default is None:
-        items = value if isinstance(value, list) else [value]
-        return all(isinstance(item, plain) for item in items)
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(value, bool) and isinstance(default, bool)
-    if isinstance(default, float):
-        return isinstance(value, int | float)
-    return isinstance(value, type(default))
-
-
-def check_transformer_config(
-    config: Any, source: str, defaults: Mapping[str, Any] | None = None
-) -> None:
-    """A transformer's configuration (``config.json``'s content, or a ``PretrainedConfig``'s
-    ``to_dict()``) within :data:`TRANSFORMER_SIZES`, without code references
-    (:func:`check_transformers_json`), every number finite, dropout probabilities in [0, 1],
-    epsilons in (0, 1], token ids in the vocabulary; with ``defaults`` (its class's default
-    configuration), each known key's value of its default's kind (:func:`_same_kind`).
-
-    Raises:
-        ModelError: naming ``source`` and the key.
-    """
-    if not isinstance(config, Mapping):
-        raise ModelError(f"{source}: a transformer configuration must be a mapping")
-    check_transformers_json(config, source)
-    for key, rule in TRANSFORMER_SIZES.items():
-        if key in config and (problem := rule.problem(config[key])):
-            raise ModelError(f"{source}: {key} = {shown(config[key])} {problem}")
-    for key, value in config.items():
-        name = str(key)
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if number and not math.isfinite(value):
-            raise ModelError(f"{source}: {name} = {value} is not a finite number")
-        if number and ("dropout" in name or name.endswith("_prob")) and not 0 <= value <= 1:
-            raise ModelError(f"{source}: {name} = {shown(value)} must be in [0, 1]")
-        if number and name.endswith("_eps") and not 0 < value <= 1:
-            raise ModelError(f"{source}: {name} = {shown(value)} must be in (0, 1]")
-        vocab = config.get("vocab_size")
-        if name.endswith("_token_id") and value is not None and isinstance(vocab, int):
-            if Int(0, vocab - 1).problem(value):
-                raise ModelError(f"{source}: {name} = {shown(value)} is not a piece of the "
-                                 f"vocabulary (0..{vocab - 1}) or null")  # fmt: skip
-        if defaults is not None and key in defaults and not _same_kind(value, defaults[key]):
-            raise ModelError(f"{source}: {name} = {shown(value)} is not of the kind its "
-                             f"default {shown(defaults[key])} is")  # fmt: skip
-
-
 def _kind_of(node: Mapping[str, Any], expected: set[str], where: str) -> str:
     target = str(node.get("_target_", ""))
     kind = TARGETS.get(target)
@@ -588,7 +431,8 @@ def build_transformer(spec: Mapping[str, Any]) -> nn.Module:
     """
     from transformers import AutoConfig, AutoModel
 
-    from .model.encoder import pretrained, random_bert, without_pooler
+    from .model.encoder import random_bert, without_pooler
+    from .untrusted import pretrained
 
     transformer = spec["transformer"]
     if transformer["kind"] == "random_bert":

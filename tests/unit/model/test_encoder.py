@@ -17,8 +17,8 @@ from bockparse.model.encoder import (
     load_encoder_tokenizer,
     load_pretrained,
     random_bert,
-    resolve_encoder_path,
 )
+from bockparse.untrusted import resolve_encoder_path
 
 CONF = Path(__file__).resolve().parents[3] / "conf"
 ENCODERS = sorted(p.stem for p in (CONF / "encoder").glob("*.yaml"))

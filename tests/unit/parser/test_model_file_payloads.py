@@ -23,9 +23,9 @@ import torch
 import yaml
 
 from bockparse.cli.parser import export as export_cli
-from bockparse.model.encoder import resolve_encoder_path
 from bockparse.modelfile import ModelError, UnsafeFileError
 from bockparse.parser import Parser
+from bockparse.untrusted import resolve_encoder_path
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
 TEST = SAMPLE / "en_ewt-ud-test.conllu"
