@@ -232,7 +232,7 @@ def report(groups: Sequence[Group], found: Sequence[Pair], source: str) -> str:
     parts = [
         f"Stop time and Table 1's differences, from the committed run folders under `{source}` "
         "(each run's `csv/metrics.csv` and `metrics.json`; "
-        "`python -m bockparse.experiments.stopping`). Differences are first − second condition, "
+        "`bockparse-stopping`). Differences are first − second condition, "
         "in LAS points, paired on seeds.",
         "Test LAS against the update of the best development LAS (`scipy.stats.linregress`; "
         "95 % interval of the slope from its standard error).",
