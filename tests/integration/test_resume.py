@@ -20,7 +20,6 @@ from omegaconf import OmegaConf
 
 from bockparse.data.vocab import Vocabs
 from bockparse.training.callbacks import run_callbacks
-from bockparse.training.checkpoints import STATE_KEY
 from bockparse.training.clock import RunClock
 from bockparse.training.resume import (
     CONFIG_KEY,
@@ -230,7 +229,7 @@ def applied(cfg, checkpoint, last: Path):
     schedule = instantiate(cfg.optim.schedule)
     schedule.load_state_dict(checkpoint["bockparse"]["schedule"])
     checkpoints = run_callbacks(cfg, last.parent.parent).checkpoints
-    checkpoints.load_state_dict(checkpoint["callbacks"][STATE_KEY])
+    checkpoints.load_state_dict(checkpoint["callbacks"][checkpoints.state_key])
     clock = RunClock()
     clock.load_state_dict(checkpoint["callbacks"]["RunClock"])
     vocabs = Vocabs.from_dict(checkpoint[DATA_KEY]["vocabs"]).to_dict()

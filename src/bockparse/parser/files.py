@@ -22,10 +22,9 @@ data (no resolver runs, nothing from the environment is read).
 
 A model file holds the scorer's weights (no optimiser state), and one JSON string with the
 vocabularies, the settings (the model spec among them) and the run's metadata; the
-transformer's configuration and tokenizer files travel as byte tensors. Version 1 files (whose
-settings held the Hydra nodes) are read through the same closed lookup; version 1 and 2 files
-(and run folders written before ``model.context``) through
-:func:`bockparse.modelfile.nested_params` and :func:`~bockparse.modelfile.current_state`.
+transformer's configuration and tokenizer files travel as byte tensors. Files of versions 1
+and 2, and the weights of runs saved before ``model.context``, are read in the current layout
+(:func:`bockparse.compat.model_file_settings`, :func:`~bockparse.compat.current_state`).
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from .. import rundir
+from .. import compat, rundir
 from ..data.conllu import DataError
 from ..data.subwords import WordPieces
 from ..data.vocab import Vocabs
@@ -58,7 +57,7 @@ from ..modelfile import (
 from .settings import RunSettings, checked_settings, run_settings
 
 FORMAT = "bockparse-model"
-FORMAT_VERSION = 3  # 3: the spec's params.context; 2: the spec flat; 1: Hydra nodes (all read)
+FORMAT_VERSION = 3  # 3: the spec's params.context (1 and 2 read: bockparse.compat)
 CONTENT_KEYS = frozenset({"format", "version", "config", "state_dict", "encoder_files"})
 # The transformer files a model file may carry: its configuration and the tokenizer files
 # transformers writes (weights travel in state_dict); no code, nothing else.
@@ -240,7 +239,7 @@ def _load_checkpoint(
         settings.model,
         vocabs,
         None if encoder is None else lambda: build_transformer(encoder),
-        _scorer_state(path, content["state_dict"]),
+        compat.current_state(settings.model["kind"], _scorer_state(path, content["state_dict"])),
         str(path),
     )
     return Loaded(scorer, vocabs, wordpieces, settings, metadata)
@@ -271,10 +270,7 @@ def _load_exported(path: Path, content: dict[str, Any]) -> Loaded:
     values, metadata = meta["settings"], meta["metadata"]
     if not isinstance(values, dict) or not isinstance(metadata, dict):
         raise ModelError(f"{path}: damaged model file (settings or metadata not a mapping)")
-    values = dict(values)
-    if version == 1:  # the Hydra nodes, through the same closed lookup
-        encoder = values.pop("encoder", None)
-        values["model"] = spec_from_config(values.get("model"), encoder, str(path))
+    values = compat.model_file_settings(values, version, str(path), spec_from_config)
     settings = checked_settings(values, str(path))
     vocabs = _vocabs(path, meta["vocabs"])
     if "state_dict" not in content:
@@ -291,7 +287,8 @@ def _load_exported(path: Path, content: dict[str, Any]) -> Loaded:
             _files_from_tensors(path, content["encoder_files"], Path(tmp))
             tokenizer, transformer = _encoder_from_files(path, Path(tmp))
         wordpieces = _wordpieces(path, tokenizer, encoder["max_length"])
-    scorer = build_checked(settings.model, vocabs, transformer, content["state_dict"], str(path))
+    state = compat.current_state(settings.model["kind"], content["state_dict"])
+    scorer = build_checked(settings.model, vocabs, transformer, state, str(path))
     return Loaded(scorer, vocabs, wordpieces, settings, metadata)
 
 

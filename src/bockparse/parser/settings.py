@@ -51,7 +51,7 @@ class RunSettings:
     exclude_punct: str | None
     seed: int | None
     experiment: str | None
-    precision: str = "32-true"  # model files exported before this field predicted in fp32
+    precision: str
 
 
 def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
@@ -142,14 +142,12 @@ def checked_settings(values: Any, source: str) -> RunSettings:
     if not isinstance(values, Mapping):
         raise ModelError(f"{source}: settings must be a mapping")
     fields = {f.name for f in dataclasses.fields(RunSettings)}
-    required = {f.name for f in dataclasses.fields(RunSettings)
-                if f.default is dataclasses.MISSING}  # fmt: skip
-    if set(values) - fields or required - set(values):
+    if set(values) != fields:
         raise ModelError(f"{source}: settings must have the fields {sorted(fields)}; got "
                          f"{repr(sorted(map(str, values)))[:300]}")  # fmt: skip
     for name, (rule, nullable) in _SETTINGS.items():
-        value = values.get(name)
-        if name in values and not (value is None and nullable) and (problem := rule.problem(value)):
+        value = values[name]
+        if not (value is None and nullable) and (problem := rule.problem(value)):
             raise ModelError(f"{source}: setting {name} = {repr(value)[:60]} {problem}")
     tags = values["punct_tags"]
     if (not isinstance(tags, list) or len(tags) > MAX_PUNCT_TAGS

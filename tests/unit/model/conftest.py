@@ -10,12 +10,12 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from bockparse.compat import nested_params
 from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
 from bockparse.data.subwords import WordPieces
 from bockparse.heads.biaffine import BiaffineScorer
 from bockparse.model.biaffine import DeepBiaffine
 from bockparse.model.encoder import TransformerEncoder
-from bockparse.modelfile import nested_params
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "ud-english-ewt-sample" / "en_ewt-ud-train.conllu"

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from bockparse.compat import nested_params
 from bockparse.decoders import decode_batch
 from bockparse.heads.biaffine import BiaffineScorer
 from bockparse.losses import LocalCrossEntropy
-from bockparse.modelfile import nested_params
 
 MAX_STEPS = 300
 

@@ -8,11 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from bockparse.compat import nested_params
 from bockparse.data import UNK_INDEX
 from bockparse.heads.biaffine import BiaffineScorer
 from bockparse.losses import LocalCrossEntropy
 from bockparse.model import ParserScores
-from bockparse.modelfile import nested_params
 
 SPECIALS = 3  # PAD, UNK, ROOT: the first ids of every word-level vocabulary
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from bockparse.compat import nested_params
 from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
 from bockparse.decoders.eisner import is_projective
 from bockparse.heads.transition import TransitionParser
-from bockparse.modelfile import nested_params
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "ud-english-ewt-sample"
