@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..decoders import registered_names
 from ..hardware import AUTO, AUTOCAST_DTYPES
 from ..metrics import PUNCT_EXCLUSIONS
 from ..modelfile import spec_from_config, validate_spec
@@ -117,20 +118,6 @@ _SETTINGS: dict[str, tuple[Any, bool]] = {
 MAX_PUNCT_TAGS = 10_000
 
 
-def _check_decoder(decoder: Any, kind: Any, source: str) -> None:
-    """A graph parser names a registered decoder; a transition parser none."""
-    from ..decoders import registered_names
-
-    if kind == "transition":
-        if decoder is not None:
-            raise ModelError(f"{source}: setting decoder = {decoder!r}: a transition parser "
-                             "predicts trees itself (null)")  # fmt: skip
-    elif not isinstance(decoder, str) or decoder not in registered_names():
-        shown = repr(decoder)[:60]
-        raise ModelError(f"{source}: setting decoder = {shown} is not a decoder (known: "
-                         f"{', '.join(registered_names())})")  # fmt: skip
-
-
 def checked_settings(values: Any, source: str) -> RunSettings:
     """:class:`RunSettings` from plain ``values`` after checking every field's type and range
     and the model spec (:func:`bockparse.modelfile.validate_spec`).
@@ -154,5 +141,12 @@ def checked_settings(values: Any, source: str) -> RunSettings:
             or any(Name().problem(t) for t in tags)):  # fmt: skip
         raise ModelError(f"{source}: setting punct_tags must be a list of tags (strings)")
     model = validate_spec(values["model"], source)
-    _check_decoder(values["decoder"], model["kind"], source)
+    decoder = values["decoder"]  # a graph parser names a registered decoder; a transition one none
+    if model["kind"] == "transition":
+        if decoder is not None:
+            raise ModelError(f"{source}: setting decoder = {decoder!r}: a transition parser "
+                             "predicts trees itself (null)")  # fmt: skip
+    elif not isinstance(decoder, str) or decoder not in registered_names():
+        raise ModelError(f"{source}: setting decoder = {repr(decoder)[:60]} is not a decoder "
+                         f"(known: {', '.join(registered_names())})")  # fmt: skip
     return RunSettings(**{**values, "model": model})
