@@ -381,6 +381,20 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+def write_hydra_config(run_dir: str | os.PathLike, cfg: Any, hydra: Any) -> None:
+    """Write Hydra's record of the job into ``<run>/.hydra/``, as Hydra would (the same files
+    and content), but through the atomic writer and only once the folder is locked:
+    ``config.yaml`` (``cfg``, the composed config), ``hydra.yaml`` (``hydra``, Hydra's own
+    config) and ``overrides.yaml`` (the command line's overrides)."""
+    from omegaconf import OmegaConf
+
+    run_dir = Path(run_dir)
+    (run_dir / CONFIG).parent.mkdir(exist_ok=True)
+    write_atomic(run_dir / CONFIG, OmegaConf.to_yaml(cfg))
+    write_atomic(run_dir / HYDRA, OmegaConf.to_yaml(hydra))
+    write_atomic(run_dir / OVERRIDES, OmegaConf.to_yaml(hydra.hydra.overrides.task))
+
+
 def read_json(path: str | os.PathLike) -> Any:
     """The JSON content of ``path`` (``FileNotFoundError`` when absent)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -16,8 +16,9 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from bockparse.compat import CONTEXT_PARAMS
+from bockparse.hardware import resolve_run_precision
 from bockparse.training.checks import DATA_ENV
-from bockparse.training.train import CONF_DIR, build, resolve_run_precision
+from bockparse.training.train import CONF_DIR, build
 
 REPO = Path(CONF_DIR).parent
 FIXTURES = REPO / "tests" / "fixtures" / "composed"

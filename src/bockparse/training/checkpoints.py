@@ -225,6 +225,15 @@ class CheckpointWriter(pl.Callback):
             self.last_step = trainer.global_step
         log.debug("wrote %s (%d bytes)", path, size)
 
+    def log_summary(self, fit_seconds: float) -> None:
+        """Log what was written over a training of ``fit_seconds`` (one line of ``train.log``):
+        how often and how much, the evaluations, and its share of the training time."""
+        written, writes = self.bytes_written, self.writes
+        log.info("checkpoints: best.ckpt %d× (%.1f MB), last.ckpt %d× (%.1f MB) over %d "
+                 "evaluations, %.1f s (%.1f %% of training)", writes["best"],
+                 written["best"] / 1e6, writes["last"], written["last"] / 1e6, self.evaluations,
+                 self.write_seconds, 100 * self.write_seconds / max(fit_seconds, 1e-9))  # fmt: skip
+
     def state_dict(self) -> dict[str, Any]:
         """``{"rng": [rng_states() of rank 0, rank 1, ...]}``; every rank calls it (Lightning
         builds the checkpoint on every rank; rank 0 writes it), so it gathers collectively."""

@@ -94,7 +94,7 @@ def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
     if counted is not None and counted != step:
         return f"global_step={step}: its training loop counts {shown(counted)} updates"
     saved = checkpoint.get(CONFIG_KEY)
-    if isinstance(saved, dict):  # its precision is the resumed run's (train.resolve_run_precision)
+    if isinstance(saved, dict):  # the resumed run's precision (hardware.resolve_run_precision)
         trainer = saved.get("trainer", {})
         precision = trainer.get("precision") if isinstance(trainer, dict) else trainer
         if not isinstance(trainer, dict) or not any(
