@@ -7,8 +7,8 @@ that data enters, so that the rest of the code knows the current layout alone:
 - a run folder's saved config (:func:`current_keys`, called by
   :meth:`bockparse.rundir.RunDir.config`): the ``condition`` node of runs before the config
   groups mirrored the code, the names of the old presets (:data:`LEGACY_NAMES`); its model and
-  encoder nodes, as the schema reads them (:func:`current_model`, called by
-  :func:`bockparse.modelfile.spec_from_config`): classes that moved (:data:`MOVED`), the
+  encoder nodes, before the schema reads them (:func:`current_model`, called by
+  :func:`bockparse.parser.settings.run_settings`): classes that moved (:data:`MOVED`), the
   model's flat parameters before ``model.context`` (:func:`nested_params`);
 - the precision a run used, for runs whose saved config still says ``auto``
   (:func:`recorded_precision`);
@@ -155,19 +155,19 @@ def model_file_settings(
     ``version`` in the current layout.
 
     Version 1 held the run config's ``model`` and ``encoder`` nodes: they become the spec as a
-    run folder's do (``spec_from_config``: :func:`bockparse.modelfile.spec_from_config`, passed
-    by the caller, the schema being above this module; ``source`` names the file in its
-    messages). Version 2 held the contextualiser's parameters beside the head's
-    (:func:`nested_params`). A file without a precision predicts in fp32
-    (:data:`PRECISION_BEFORE_RECORDED`). Settings that are not a mapping come back as they are,
-    for the settings check to refuse.
+    run folder's do (:func:`current_model`, then ``spec_from_config``:
+    :func:`bockparse.modelfile.spec_from_config`, passed by the caller, the schema being above
+    this module; ``source`` names the file in its messages). Version 2 held the
+    contextualiser's parameters beside the head's (:func:`nested_params`). A file without a
+    precision predicts in fp32 (:data:`PRECISION_BEFORE_RECORDED`). Settings that are not a
+    mapping come back as they are, for the settings check to refuse.
     """
     if not isinstance(settings, Mapping):
         return settings
     settings = dict(settings)
     if version == 1:
-        encoder = settings.pop("encoder", None)
-        settings["model"] = spec_from_config(settings.get("model"), encoder, source)
+        model, encoder = current_model(settings.get("model"), settings.pop("encoder", None))
+        settings["model"] = spec_from_config(model, encoder, source)
     elif isinstance(settings.get("model"), Mapping) and "params" in settings["model"]:
         model = settings["model"]
         settings["model"] = {**model, "params": nested_params(model["params"])}

@@ -50,7 +50,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import compat
 from .heads import HEADS, head_classes
 from .heads.transition.systems import SYSTEMS
 from .rundir import shown
@@ -342,8 +341,9 @@ def spec_from_config(
     model: Mapping[str, Any], encoder: Mapping[str, Any] | None, source: str
 ) -> dict[str, Any]:
     """The schema's spec of a run's composed ``model`` and ``encoder`` nodes (resolved plain
-    containers, in any layout a run wrote: :func:`bockparse.compat.current_model`), validated;
-    ``encoder`` ``None`` or without a ``model`` node: no transformer.
+    containers in the current layout; what earlier runs wrote is moved to it by
+    :func:`bockparse.compat.current_model`), validated; ``encoder`` ``None`` or without a
+    ``model`` node: no transformer.
 
     Raises:
         ModelError: a node that is not a mapping, a class outside :data:`TARGETS`, or a spec
@@ -353,7 +353,6 @@ def spec_from_config(
         raise ModelError(f"{source}: model: must be a mapping")
     if encoder is not None and not isinstance(encoder, Mapping):
         raise ModelError(f"{source}: encoder: must be a mapping or null")
-    model, encoder = compat.current_model(model, encoder)
     spec: dict[str, Any] = {
         "kind": _kind_of(model, set(HEADS), f"{source}: model"),
         "params": _arguments(model),

@@ -123,7 +123,8 @@ def test_model_file_settings_of_every_version():
     v1 = compat.model_file_settings({"model": node, "encoder": None, "seed": 1}, 1, "m.pt",
                                     spec_from_config)  # fmt: skip
     assert v1 == {"model": "the spec", "seed": 1, "precision": "32-true"}
-    assert calls == [(node, None, "m.pt")]  # the run config's nodes, read as a run folder's
+    # The run config's nodes, read as a run folder's: in the current layout, then the spec.
+    assert calls == [({"_target_": HEADS["biaffine"], **OWN, "context": CONTEXT}, None, "m.pt")]
     v2 = compat.model_file_settings({"model": _spec({**CONTEXT, **OWN})}, 2, "m.pt", None)
     assert v2["model"] == _spec({**OWN, "context": CONTEXT})
     current = {"model": _spec({**OWN, "context": CONTEXT}), "precision": "bf16-mixed"}

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..compat import current_model
 from ..decoders import registered_names
 from ..hardware import AUTO, AUTOCAST_DTYPES
 from ..metrics import PUNCT_EXCLUSIONS
@@ -58,9 +59,10 @@ class RunSettings:
 def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     """The settings a parser reads from a run's composed config (``.hydra/config.yaml``).
 
-    The one function that knows the config's key names, in the current layout (a run folder's
-    config as :meth:`bockparse.rundir.RunDir.config` reads it: old layouts moved there).
-    The model and encoder nodes become the closed schema's spec
+    The one function that knows the config's key names, in the current key layout (a run
+    folder's config as :meth:`bockparse.rundir.RunDir.config` reads it: old layouts moved
+    there). The model and encoder nodes, in any layout a run wrote
+    (:func:`bockparse.compat.current_model`), become the closed schema's spec
     (:func:`bockparse.modelfile.spec_from_config`): their ``_target_`` strings are looked up
     in a fixed table, never imported.
 
@@ -86,9 +88,10 @@ def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
             raise ModelError(f"{source}: no {key}")
         return node
 
+    model, encoder = current_model(get("model"), get("encoder", required=False))
     return checked_settings(
         {
-            "model": spec_from_config(get("model"), get("encoder", required=False), source),
+            "model": spec_from_config(model, encoder, source),
             "decoder": get("decoder", required=False),
             "condition": get("name", required=False),
             "max_word_chars": get("data.max_word_chars"),
