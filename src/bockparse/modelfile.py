@@ -29,9 +29,8 @@ configuration (``config.json``) to the same sizes and refuses custom code (``aut
 attention kernels from the hub. :func:`build_checked` then builds the scorer on the ``meta``
 device (no memory), compares its tensors with the file's (names, shapes, dtypes: the weights
 the spec implies are the weights the file holds) and only then builds it for real, with the
-project's classes called directly. Specs of schema
-version 2 (the contextualiser's parameters beside the head's, before ``model.context``) are
-read through :func:`nested_params`, and their weights through :func:`current_state`. Nothing
+project's classes called directly. Everything here is the current layout: older specs,
+configs and weights are moved to it where they are read (:mod:`bockparse.compat`). Nothing
 read from a file reaches ``hydra.utils.instantiate`` or an import by name.
 :func:`spec_from_config` turns a run's composed config (``.hydra/config.yaml``, whose
 ``_target_`` strings are looked up in :data:`TARGETS`, never imported) into a spec.
@@ -73,9 +72,6 @@ SCHEMA_VERSION = 3  # 3: params.context (model.context); 2: one flat params mapp
 # Hydra targets of the project's own conf/ tree -> schema kinds (looked up, never imported).
 TARGETS = {
     **{path: kind for kind, path in HEADS.items()},
-    "bockparse.model.scorer.BiaffineScorer": "biaffine",  # the heads' paths before heads/
-    "bockparse.transition.TransitionParser": "transition",
-    "bockparse.transition.parser.TransitionParser": "transition",
     "bockparse.model.encoder.random_bert": "random_bert",
     "bockparse.model.encoder.load_pretrained": "pretrained",
     "bockparse.model.encoder.TransformerEncoder": "transformer_encoder",
@@ -84,9 +80,6 @@ TARGETS = {
 # Keys of a Hydra node that are Hydra's, not the callee's.
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
 CONTEXT = "context"  # the head's parameter (and the config node) holding the Contextualizer's
-# The submodules the Contextualizer builds (top-level in a version-2 biaffine state dict).
-CONTEXT_MODULES = ("encoder.", "word_embedding.", "upos_embedding.", "xpos_embedding.",
-                   "feats_embedding.", "char_model.", "lstm.")  # fmt: skip
 # A torch archive's pickle (the containers around the tensors: a checkpoint's is ~100 KB).
 MAX_PICKLE_BYTES = 256 * 2**20
 MAX_MEMBERS = 1_000_000  # members of a torch archive (one per tensor storage)
@@ -224,35 +217,6 @@ PARAMETERS: dict[str, Int | Real | Flag | Choice | Name] = {
 }  # fmt: skip
 
 
-def context_params() -> frozenset[str]:
-    """The Contextualizer's own parameters (``model.context.*``; beside the head's in schema
-    version 2)."""
-    from .model.context import Contextualizer
-
-    return frozenset(inspect.signature(Contextualizer).parameters) - {"vocabs", "encoder"}
-
-
-def nested_params(params: Any) -> Any:
-    """A head's parameters with the contextualiser's under ``context``: schema version 2's flat
-    mapping (and a run config composed before ``model.context``) moved there; anything else
-    (already nested, or not a mapping) as is, for :func:`validate_spec` to judge."""
-    if not isinstance(params, Mapping) or CONTEXT in params:
-        return params
-    own = context_params()
-    flat = {k: v for k, v in params.items() if k not in own}
-    return {**flat, CONTEXT: {k: v for k, v in params.items() if k in own}}
-
-
-def current_state(kind: str, state: Mapping[str, Any]) -> dict[str, Any]:
-    """A scorer's weights in the current module layout: a biaffine scorer saved before it
-    composed its contextualiser (schema version 2: ``lstm.*`` instead of ``context.lstm.*``)
-    gets the ``context.`` prefix on the contextualiser's modules; the same tensors."""
-    state = dict(state)
-    if kind != "biaffine" or any(k.startswith(CONTEXT + ".") for k in state):
-        return state
-    return {f"{CONTEXT}.{k}" if k.startswith(CONTEXT_MODULES) else k: v for k, v in state.items()}
-
-
 def _check_params(
     params: Any,
     callee: Callable[..., Any],
@@ -317,7 +281,6 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     unknown = set(spec) - {"kind", "params", "encoder"}
     if unknown:
         raise ModelError(f"{where}: unknown keys {shown(sorted(map(str, unknown)))}")
-    spec = {**spec, "params": nested_params(spec.get("params"))}
     kinds = model_kinds()
     kind = spec.get("kind")
     if not isinstance(kind, str) or kind not in kinds:
@@ -378,7 +341,9 @@ def spec_from_config(
     model: Mapping[str, Any], encoder: Mapping[str, Any] | None, source: str
 ) -> dict[str, Any]:
     """The schema's spec of a run's composed ``model`` and ``encoder`` nodes (resolved plain
-    containers), validated; ``encoder`` ``None`` or without a ``model`` node: no transformer.
+    containers in the current layout; what earlier runs wrote is moved to it by
+    :func:`bockparse.compat.current_model`), validated; ``encoder`` ``None`` or without a
+    ``model`` node: no transformer.
 
     Raises:
         ModelError: a node that is not a mapping, a class outside :data:`TARGETS`, or a spec
@@ -478,8 +443,7 @@ def build_checked(
     Raises:
         ModelError: the weights do not fit the spec, or the spec cannot be built.
     """
-    kind = spec["kind"]
-    state = current_state(kind, check_tensors(state, f"{source}: weights"))
+    state = check_tensors(state, f"{source}: weights")
     try:
         with torch.device("meta"):
             skeleton = build_scorer(spec, vocabs, transformer and transformer()).state_dict()

@@ -19,6 +19,7 @@ import lightning.pytorch as pl
 import torch
 from torch import nn
 
+from .. import compat
 from .. import predict as prediction
 from ..attachment import AttachmentScores
 from ..data.batch import Batch
@@ -244,6 +245,6 @@ class ParserModule(pl.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint["bockparse"]
-        if "schedule" in state:  # checkpoints of earlier versions kept stage and lr_factor only
-            self.schedule.load_state_dict(state["schedule"])
+        if (schedule := compat.schedule_state(state)) is not None:  # (None: an earlier version's)
+            self.schedule.load_state_dict(schedule)
         self.decode_seconds = state["decode_seconds"]

@@ -1,17 +1,23 @@
 """The evaluated trees of a run: kept per sentence, gathered from every rank, written in file
-order (:class:`PredictionWriter`, a Lightning callback; the module only predicts and counts).
+order (:class:`PredictionWriter`, a Lightning callback; the module only predicts and counts);
+the evaluation of the selected checkpoint on dev and test (:func:`evaluate`).
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
 
+from .. import rundir
 from ..data.batch import Batch
+from ..metrics import NAMES, metric_key
 from ..predict import sentence_rows
+
+log = logging.getLogger("bockparse.training.predictions")
 
 EVAL_STAGES = ("val", "test")
 
@@ -106,3 +112,29 @@ class PredictionWriter(pl.Callback):
             {sid: h.numpy() for sid, (h, _) in done.items()},
             {sid: r.numpy() for sid, (_, r) in done.items()},
         )
+
+
+def evaluate(
+    trainer: pl.Trainer,
+    module: pl.LightningModule,
+    datamodule: pl.LightningDataModule,
+    writer: PredictionWriter,
+    checkpoint: Path,
+    run_dir: Path,
+) -> dict[str, float]:
+    """Evaluate ``checkpoint`` on dev and test with ``module`` (a
+    :class:`~bockparse.training.module.ParserModule`) and write ``predictions/{val,test}.conllu``
+    in ``run_dir`` through ``writer`` (rank 0 alone under DDP, with the trees of every rank).
+
+    Returns:
+        ``{"val/uas": ..., ..., "test/lcm": ...}``: the same on every rank.
+    """
+    result: dict[str, float] = {}
+    for stage, evaluate_stage in (("val", trainer.validate), ("test", trainer.test)):
+        evaluate_stage(module, datamodule=datamodule, ckpt_path=str(checkpoint), weights_only=True)
+        path = rundir.predictions(run_dir, stage)
+        writer.write(trainer, stage, path)
+        result.update({metric_key(stage, n): module.rates[stage][n] for n in NAMES})
+        scores = ", ".join(f"{n.upper()} {module.rates[stage][n]:.2f}" for n in NAMES)
+        log.info("%s: %s; predictions in %s", stage, scores, path)
+    return result
