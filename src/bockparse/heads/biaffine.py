@@ -13,8 +13,9 @@ column 0, the diagonal and padding), and the output is the same in train and eva
 from dropout. The run's decoder turns the scores into trees (``predict`` is ``None``).
 
 Configured by ``conf/model/biaffine.yaml`` (``_partial_``; the contextualiser's settings are its
-``context`` node, ``conf/model/context/``, composed by the transition head too), completed with
-the vocabularies and the encoder::
+``context`` node, ``conf/model/context/``, composed by the transition head too; a joint tagger's
+its ``tagger`` node, ``conf/model/tagger/``, in ``biaffine-tagger.yaml``), completed with the
+vocabularies and the encoder::
 
     encoder = hydra.utils.instantiate(cfg.encoder.model)  # None for encoder=none
     scorer = hydra.utils.instantiate(cfg.model)(vocabs=datamodule.vocabs, encoder=encoder)

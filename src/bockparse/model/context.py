@@ -4,8 +4,10 @@ Architecture (Qi et al. 2018, Stanza's ``GraphParser``; Dozat & Manning 2017):
 
 - per position, the concatenation of the enabled inputs: word embeddings (with word dropout:
   word ids replaced by ``<unk>`` at random in training), a character BiLSTM whose final states
-  are projected to the word width (:class:`CharacterModel`), UPOS, XPOS and FEATS embeddings,
-  and the :class:`~bockparse.model.encoder.TransformerEncoder` vectors;
+  are projected to the word width (:class:`CharacterModel`), UPOS, XPOS and FEATS embeddings
+  (of the batch's tags, or of the tag ids a caller gives: a joint tagger's,
+  :meth:`bockparse.heads.common.ContextHead.contextualize`), and the
+  :class:`~bockparse.model.encoder.TransformerEncoder` vectors;
 - dropout, then a multi-layer BiLSTM over ROOT and the words (padding never reaches a real
   position: :func:`bockparse.model.lstm.bilstm`, packed semantics with fused kernels), then
   dropout.

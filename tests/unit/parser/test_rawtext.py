@@ -245,4 +245,5 @@ def test_the_component_sets_the_taggers_tags(lang, text, tagger_file):
                                         for s in sentences]  # fmt: skip
     conllu = rawtext.conllu(parsed)
     first = parsed[0]
-    assert "\t".join(["1", first.forms[0], "_", first.upos[0], first.xpos[0], first.feats[0]]) in conllu
+    line = ["1", first.forms[0], "_", first.upos[0], first.xpos[0], first.feats[0]]
+    assert "\t".join(line) in conllu

@@ -89,9 +89,8 @@ def test_a_loaded_tagger_model_parses_and_tags_a_word_list(model_file, tagger):
         values = getattr(parsed, field)
         known = set(getattr(loaded.vocabs, field).itos[3:])
         assert len(values) == 4 and set(values) <= known
-    columns = [line.split("\t") for line in parsed.lines]
-    assert [c[3:6] for c in columns] == [list(t) for t in zip(*(getattr(parsed, f)
-                                                                 for f in FIELDS))]  # fmt: skip
+    columns = [line.split("\t")[3:6] for line in parsed.lines]
+    assert columns == [list(t) for t in zip(parsed.upos, parsed.xpos, parsed.feats, strict=True)]
     # the model file holds the tagger: the same trees and tags as the parser it was saved from
     (before,) = tagger.predict([["I", "saw", "it", "."]])
     assert parsed == before
