@@ -68,7 +68,8 @@ class PredictionWriter(pl.Callback):
         if trainer.world_size == 1:
             return
         done, tagged = self.trees[stage], self.tags[stage]
-        fields = tuple(next(iter(tagged.values()), {}))
+        tagger = module.scorer.tagger  # its fields: the same on every rank, sentences or none
+        fields = () if tagger is None else tagger.columns
         dataset = trainer.datamodule.dataset(stage)
         shape = (len(dataset), int(dataset.lengths.max(initial=0)) + 1)
         tables = torch.full((2 + len(fields), *shape), -2, dtype=torch.long)

@@ -96,9 +96,12 @@ def test_the_writer_gathers_trees_and_tags_from_every_rank():
         tables.append(table)
         raise Recorded
 
+    scorer = SimpleNamespace(tagger=SimpleNamespace(columns=("upos", "feats")))
     with pytest.raises(Recorded):  # rank 1's table
-        ranks[1]._gather(trainer, SimpleNamespace(device="cpu", all_gather=record), "val")
-    gather = SimpleNamespace(device="cpu", all_gather=lambda t: torch.stack([t, tables[0]]))
+        ranks[1]._gather(trainer, SimpleNamespace(device="cpu", all_gather=record, scorer=scorer),
+                         "val")  # fmt: skip
+    gather = SimpleNamespace(device="cpu", all_gather=lambda t: torch.stack([t, tables[0]]),
+                             scorer=scorer)  # fmt: skip
     ranks[0]._gather(trainer, gather, "val")
     assert sorted(ranks[0].trees["val"]) == [0, 1, 2]
     for sid, (heads, rels, tags) in rows.items():
