@@ -13,7 +13,8 @@ read by :class:`bockparse.rundir.RunDir`.
 
     {"kind": "biaffine" | "transition",          # a class of this project, from MODEL_KINDS
      "params": {name: bool | int | float | str | None | list, ...,  # its keyword arguments
-                "context": {name: ..., ...}},   # the Contextualizer's (inputs and BiLSTM)
+                "context": {name: ..., ...},    # the Contextualizer's (inputs and BiLSTM)
+                "tagger": {name: ..., ...}},    # the Tagger's (model.tagger); absent: none
      "encoder": None | {
          "transformer": {"kind": "pretrained", "name_or_path": str}
                       | {"kind": "random_bert", "params": {...}},   # random_bert's arguments
@@ -52,6 +53,7 @@ from torch import nn
 
 from .heads import HEADS, head_classes
 from .heads.transition.systems import SYSTEMS
+from .model.tagger import TRAIN_TAGS
 from .rundir import shown
 from .untrusted import (
     INTERMEDIATE,
@@ -80,6 +82,7 @@ TARGETS = {
 # Keys of a Hydra node that are Hydra's, not the callee's.
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
 CONTEXT = "context"  # the head's parameter (and the config node) holding the Contextualizer's
+TAGGER = "tagger"  # the head's parameter (and the config node) holding the Tagger's, optional
 # A torch archive's pickle (the containers around the tensors: a checkpoint's is ~100 KB).
 MAX_PICKLE_BYTES = 256 * 2**20
 MAX_MEMBERS = 1_000_000  # members of a torch archive (one per tensor storage)
@@ -208,6 +211,9 @@ PARAMETERS: dict[str, Int | Real | Flag | Choice | Name] = {
     "biaffine_init_std": Real(0.0, 100.0),
     "system": Choice(tuple(SYSTEMS)),
     "stack_features": Int(0, 64), "buffer_features": Int(0, 64),
+    # Tagger (model.tagger)
+    "upos": Flag(), "xpos": Flag(), "feats": Flag(), "hidden": WIDTH,
+    "loss_weight": Real(0.0, 1000.0), "train_tags": Choice(TRAIN_TAGS),
     # TransformerEncoder
     "layers": Int(1, LAYERS.high + 1), "pooling": Choice(("first", "mean")),
     "chunk_pieces": Int(1, 2**20), "max_padding": Real(1.0, 100.0),
@@ -274,6 +280,7 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     problem otherwise. Nothing is built or imported by name."""
     from .model.context import Contextualizer
     from .model.encoder import TransformerEncoder, random_bert
+    from .model.tagger import Tagger
 
     where = f"{source}: model"
     if not isinstance(spec, Mapping):
@@ -285,14 +292,20 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     kind = spec.get("kind")
     if not isinstance(kind, str) or kind not in kinds:
         raise ModelError(f"{where}: unknown kind {shown(kind)} (known: {sorted(kinds)})")
+    params = spec.get("params")
+    if isinstance(params, Mapping) and TAGGER in params and params[TAGGER] is None:
+        params = {k: v for k, v in params.items() if k != TAGGER}  # null: no tagger
     params = _check_params(
-        spec.get("params"), kinds[kind], ("self", "vocabs", "encoder"), where, nested=(CONTEXT,)
+        params, kinds[kind], ("self", "vocabs", "encoder"), where, nested=(CONTEXT, TAGGER)
     )
     if CONTEXT not in params:
         raise ModelError(f"{where}: no {CONTEXT!r} parameters")
     _check_params(
         params[CONTEXT], Contextualizer, ("self", "vocabs", "encoder"), f"{where} {CONTEXT}"
     )
+    if TAGGER in params:
+        skip = ("self", "vocabs", "width", "dropout")
+        _check_params(params[TAGGER], Tagger, skip, f"{where} {TAGGER}")
     spec = {**spec, "params": params}
     encoder = spec.get("encoder")
     if encoder is None:

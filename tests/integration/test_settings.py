@@ -191,6 +191,18 @@ def test_the_estimate_basis_is_the_benchmarked_parser():
     assert weights == pytest.approx(REFERENCE_WEIGHTS, rel=0.01)
 
 
+def test_the_estimate_counts_a_taggers_second_bilstm_pass():
+    plain, notags = composed(experiment=None), composed("model=biaffine-notags", experiment=None)
+    tagger = composed("model=biaffine-tagger", experiment=None)
+    lone = composed("model=biaffine-notags-tagger", experiment=None)
+    sizes = plain.model.context
+    lstm = sum(2 * 4 * (i + sizes.lstm_hidden) * sizes.lstm_hidden for i in (
+        384 + 2 * sizes.word_dim + 3 * sizes.tag_dim, *[2 * sizes.lstm_hidden] * 2))  # fmt: skip
+    mlps = 3 * 2 * sizes.lstm_hidden * tagger.model.tagger.hidden
+    assert parameters_per_word(tagger) == pytest.approx(parameters_per_word(plain) + lstm + mlps)
+    assert parameters_per_word(lone) == pytest.approx(parameters_per_word(notags) + mlps)
+
+
 @pytest.mark.parametrize(("case", "fragment"), COMPOSITION_CASES)
 def test_hydras_composition_errors_are_one_line_naming_the_option(case, fragment):
     with pytest.raises(COMPOSITION_ERRORS) as err:
