@@ -159,7 +159,12 @@ def test_the_shipped_experiments_pass(experiment, offline):
 
 def test_the_shipped_sample_is_found_from_any_folder(tmp_path, monkeypatch, offline):
     """README: `cd /tmp && bockparse-train experiment=smoke` (the sample is in the package)."""
+    from hydra.core.hydra_config import HydraConfig
+
     monkeypatch.chdir(tmp_path)
+    # A fresh process: no Hydra job whose start folder relative paths would resolve against
+    # (an earlier test in this process may have left one set: hydra.utils.to_absolute_path).
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
     assert data_problems(composed().data) != []  # relative to the start folder: not here
     RequireData()  # what bockparse-train makes first
     assert os.environ[SAMPLE_ENV] == str(sample_dir())
