@@ -17,11 +17,12 @@ REPO = Path(__file__).resolve().parents[3]
 GOLD = REPO / "data" / "ud-english-ewt-sample" / "en_ewt-ud-dev.conllu"
 
 
-@pytest.mark.parametrize(("condition", "exclude"), [("hinge-bock", "upos"), ("arc-eager", None)])
-def test_batch_counts_equal_the_written_file(tmp_path, monkeypatch, condition, exclude):
+def validated(monkeypatch, exclude: str | None, *overrides: str):
+    """The smoke experiment's untrained module (seed 7) with ``overrides``, validated once with
+    the punctuation exclusion ``exclude``: ``(datamodule, module, trainer, writer)``."""
     monkeypatch.chdir(REPO)  # the sample's path is relative to the repository
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("train", overrides=["experiment=smoke", f"condition={condition}"])
+        cfg = compose("train", overrides=["experiment=smoke", *overrides])
     pl.seed_everything(7)
     datamodule, module = build(cfg)
     module.exclude_punct = exclude
@@ -29,6 +30,12 @@ def test_batch_counts_equal_the_written_file(tmp_path, monkeypatch, condition, e
     trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False,
                          enable_model_summary=False, callbacks=[writer])  # fmt: skip
     trainer.validate(module, datamodule=datamodule, verbose=False)
+    return datamodule, module, trainer, writer
+
+
+@pytest.mark.parametrize(("condition", "exclude"), [("hinge-bock", "upos"), ("arc-eager", None)])
+def test_batch_counts_equal_the_written_file(tmp_path, monkeypatch, condition, exclude):
+    datamodule, module, trainer, writer = validated(monkeypatch, exclude, f"condition={condition}")
     sentences = datamodule.dataset("val").sentences
     assert sorted(writer.trees["val"]) == list(range(len(sentences)))
     writer.write(trainer, "val", tmp_path / "val.conllu")
@@ -48,17 +55,8 @@ def test_batch_counts_equal_the_written_file(tmp_path, monkeypatch, condition, e
 def test_a_taggers_accuracies_equal_the_evaluators_on_the_file_it_writes(
     tmp_path, monkeypatch, conll2018, exclude
 ):
-    monkeypatch.chdir(REPO)
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("train", overrides=["experiment=smoke", "condition=local-ce",
-                                          "model=biaffine-tagger"])  # fmt: skip
-    pl.seed_everything(7)
-    datamodule, module = build(cfg)
-    module.exclude_punct = exclude
-    writer = PredictionWriter()
-    trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False,
-                         enable_model_summary=False, callbacks=[writer])  # fmt: skip
-    trainer.validate(module, datamodule=datamodule, verbose=False)
+    _, module, trainer, writer = validated(monkeypatch, exclude, "condition=local-ce",
+                                           "model=biaffine-tagger")  # fmt: skip
     out = tmp_path / "val.conllu"
     writer.write(trainer, "val", out)
     from_file = evaluate_files(str(GOLD), str(out), exclude)
