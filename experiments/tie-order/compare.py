@@ -87,11 +87,13 @@ def main() -> None:
         common = sorted(set(ref) & set(got))
         differ = [u for u in common if ref[u] != got[u]]
         same_bests = new_bests(ref, common) == new_bests(got, common)
-        out.write(f"\nDev LAS at every evaluation, {run} against the published hinge-Bock seed "
-                  f"1111 (`{metrics.relative_to(HERE.parent.parent)}`): {len(common)} "
-                  f"evaluations (updates {common[0]}–{common[-1]}), "
-                  f"{len(differ)} differing ({', '.join(map(str, differ)) or 'none'}); a new best "
-                  f"dev LAS at {'the same' if same_bests else 'different'} evaluations.\n\n")
+        out.write(
+            f"\nDev LAS at every evaluation, {run} against the published hinge-Bock seed "
+            f"1111 (`{metrics.relative_to(HERE.parent.parent)}`): {len(common)} "
+            f"evaluations (updates {common[0]}–{common[-1]}), "
+            f"{len(differ)} differing ({', '.join(map(str, differ)) or 'none'}); a new best "
+            f"dev LAS at {'the same' if same_bests else 'different'} evaluations.\n\n"
+        )
         out.write("| update | published hinge-Bock | " + run + " |\n| ---: | ---: | ---: |\n")
         for u in common:
             out.write(f"| {u} | {ref[u]} | {got[u]} |\n")
