@@ -149,14 +149,12 @@ class Shapes:
     Attributes:
         lengths: words per sentence.
         char_lengths: characters of each word the character model runs (each distinct
-            character sequence of the batch once, ROOT's included).
-        char_steps: the character steps it runs, padding included (one padded block of the
-            distinct words: their number times the longest).
+            character sequence of the batch once, ROOT's included, over its own characters:
+            :meth:`bockparse.model.context.CharacterModel.final_states`).
     """
 
     lengths: tuple[int, ...]
     char_lengths: tuple[int, ...]
-    char_steps: int
 
     @property
     def B(self) -> int:
@@ -187,7 +185,7 @@ class Shapes:
         chars = batch.chars[(batch.chars != PAD_INDEX).any(-1)]
         distinct = torch.unique(chars, dim=0)  # as CharacterModel.forward
         lengths = (distinct != PAD_INDEX).sum(-1)
-        return cls(tuple(batch.lengths.tolist()), tuple(lengths.tolist()), distinct.numel())
+        return cls(tuple(batch.lengths.tolist()), tuple(lengths.tolist()))
 
 
 # -- counting ----------------------------------------------------------------------------------
@@ -212,15 +210,14 @@ def bilinear_flops(rows: int, pairs: int, b: Biaffine) -> int:
 
 
 def character_flops(sizes: Sizes, shapes: Shapes) -> Count:
-    """Forward FLOPs of the character model: both directions over its steps, the projection of
-    the final states (each distinct word once)."""
+    """Forward FLOPs of the character model: both directions over each distinct word's own
+    characters (no padding step as run), the projection of the final states."""
     if sizes.char_hidden == 0:
         return Count(0, 0)
-    steps = (shapes.char_steps, sum(shapes.char_lengths))
+    steps = sum(shapes.char_lengths)
     projection = 2 * len(shapes.char_lengths) * 2 * sizes.char_hidden * sizes.word_dim
-    run, needed = (2 * lstm_flops(s, sizes.char_dim, sizes.char_hidden) + projection
-                   for s in steps)  # fmt: skip
-    return Count(run, needed)
+    flops = 2 * lstm_flops(steps, sizes.char_dim, sizes.char_hidden) + projection
+    return Count(flops, flops)
 
 
 def lstm_layer_inputs(sizes: Sizes) -> list[int]:

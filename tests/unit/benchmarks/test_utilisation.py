@@ -24,8 +24,8 @@ Biaffine, Count, Shapes, Sizes = (utilisation.Biaffine, utilisation.Count, utili
                                   utilisation.Sizes)  # fmt: skip
 
 # Two sentences of 1 and 2 words (B = 2, N = 3: 6 padded positions, 5 real, 3 words, 8
-# candidate arcs, 18 pairs); distinct words of 1, 2 and 1 characters in a 3 x 3 block.
-SHAPES = Shapes(lengths=(1, 2), char_lengths=(1, 2, 1), char_steps=9)
+# candidate arcs, 18 pairs); distinct words of 1, 2 and 1 characters.
+SHAPES = Shapes(lengths=(1, 2), char_lengths=(1, 2, 1))
 SIZES = Sizes(char_dim=2, char_hidden=1, word_dim=3, lstm_input=4, lstm_hidden=1, lstm_layers=2,
               biaffines=(Biaffine("arc", 2, 1, 1), Biaffine("rel", 2, 1, 2)),
               parameters=10)  # fmt: skip
@@ -38,9 +38,9 @@ def test_one_lstm_step_by_hand():
 
 def test_a_training_update_by_hand():
     counts = utilisation.update_flops(SIZES, SHAPES)
-    # character model: both directions over 9 padded steps (4 real), 2 x 41 FLOPs a step,
-    # then the projection of 3 final states (2 x 3 x 2 x 3 FLOPs); forward + backward = 3x
-    assert counts["character model"] == Count(3 * (2 * 9 * 41 + 36), 3 * (2 * 4 * 41 + 36))
+    # character model: both directions over the 4 characters (no padding), 2 x 41 FLOPs a
+    # step, then the projection of 3 final states (2 x 3 x 2 x 3 FLOPs); forward + backward = 3x
+    assert counts["character model"] == Count(3 * (2 * 4 * 41 + 36), 3 * (2 * 4 * 41 + 36))
     # layer 1 (input 4): 57 FLOPs a step over 6 padded positions, 5 real; layer 2 (input 2): 41
     assert counts["BiLSTM layer 1, forward"] == Count(3 * 6 * 57, 3 * 5 * 57)
     assert counts["BiLSTM layer 2, reverse"] == Count(3 * 6 * 41, 3 * 5 * 41)
@@ -95,7 +95,7 @@ def test_shapes_count_each_distinct_character_sequence_once():
                           [[2, 0, 0], [7, 0, 0], [0, 0, 0], [0, 0, 0]]])  # fmt: skip
     batch = types.SimpleNamespace(chars=chars, lengths=torch.tensor([3, 1]))
     shapes = Shapes.of(batch)
-    assert sorted(shapes.char_lengths) == [1, 1, 2] and shapes.char_steps == 9
+    assert sorted(shapes.char_lengths) == [1, 1, 2]
     assert (shapes.B, shapes.N, shapes.words, shapes.positions, shapes.arcs) == (2, 4, 4, 6, 14)
 
 
