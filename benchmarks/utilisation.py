@@ -151,10 +151,13 @@ class Shapes:
         char_lengths: characters of each word the character model runs (each distinct
             character sequence of the batch once, ROOT's included, over its own characters:
             :meth:`bockparse.model.context.CharacterModel.final_states`).
+        heads: distinct heads of the words (each sentence's ROOT or words that head another),
+            of the gold trees in training and of the predicted ones in prediction.
     """
 
     lengths: tuple[int, ...]
     char_lengths: tuple[int, ...]
+    heads: int
 
     @property
     def B(self) -> int:
@@ -179,13 +182,17 @@ class Shapes:
         return sum((n + 1) * n for n in self.lengths)
 
     @classmethod
-    def of(cls, batch) -> Shapes:
+    def of(cls, batch, heads: torch.Tensor | None = None) -> Shapes:
+        """The shapes of ``batch`` with its gold ``heads``, or the given ones (``[B, N]``)."""
         from bockparse.data.vocab import PAD_INDEX
 
         chars = batch.chars[(batch.chars != PAD_INDEX).any(-1)]
         distinct = torch.unique(chars, dim=0)  # as CharacterModel.forward
         lengths = (distinct != PAD_INDEX).sum(-1)
-        return cls(tuple(batch.lengths.tolist()), tuple(lengths.tolist()))
+        heads = batch.heads if heads is None else heads
+        B, N = heads.shape
+        rows = (heads + N * torch.arange(B)[:, None])[heads >= 0]  # as DeepBiaffine.at
+        return cls(tuple(batch.lengths.tolist()), tuple(lengths.tolist()), len(rows.unique()))
 
 
 # -- counting ----------------------------------------------------------------------------------
@@ -244,7 +251,8 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
 
     As run: every padded position, all ``B N^2`` pairs of every biaffine (the relation scores
     too). Needed: real positions and characters; candidate arcs for the arc and auxiliary
-    biaffines; one pair per word (its gold head) for the relations.
+    biaffines; for the relations, ``[u_h; 1] W`` at the distinct gold heads and one pair per
+    word (its gold head).
     """
     counts = {name: c * (1 + BACKWARD) for name, c in encoder_flops(sizes, shapes).items()}
     padded, pairs = shapes.B * shapes.N, shapes.B * shapes.N * shapes.N
@@ -253,10 +261,11 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
         counts[f"{b.name} MLPs"] = Count(mlp_flops(padded, b), mlp_flops(shapes.positions, b)) * (
             1 + BACKWARD
         )
-        counts[f"{b.name} biaffine"] = Count(
-            bilinear_flops(padded, pairs, b),
-            bilinear_flops(shapes.positions, shapes.words if gold_only else shapes.arcs, b),
-        ) * (1 + BACKWARD)
+        needed = (bilinear_flops(shapes.heads, shapes.words, b) if gold_only
+                  else bilinear_flops(shapes.positions, shapes.arcs, b))  # fmt: skip
+        counts[f"{b.name} biaffine"] = Count(bilinear_flops(padded, pairs, b), needed) * (
+            1 + BACKWARD
+        )
     aux = sum(b.name in ("linearization", "distance") for b in sizes.biaffines)
     if aux:
         counts["auxiliary terms of the arc scores"] = Count(
@@ -279,16 +288,15 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
 def prediction_flops(sizes: Sizes, shapes: Shapes) -> dict[str, Count]:
     """FLOPs of predicting one batch (forward only): the parts before the biaffines, the arc
     and auxiliary biaffines over all pairs, the relation scores at the predicted heads alone
-    (:meth:`bockparse.model.biaffine.DeepBiaffine.at`, every padded position as run); decoding
-    is combinatorial and not counted."""
+    (:meth:`bockparse.model.biaffine.DeepBiaffine.at`: at each distinct head, then each word's
+    pair); decoding is combinatorial and not counted."""
     counts = dict(encoder_flops(sizes, shapes))
     padded, pairs = shapes.B * shapes.N, shapes.B * shapes.N * shapes.N
     for b in sizes.biaffines:
         counts[f"{b.name} MLPs"] = Count(mlp_flops(padded, b), mlp_flops(shapes.positions, b))
         if b.name == "rel":
-            counts["rel at the predicted heads"] = Count(
-                bilinear_flops(padded, padded, b), bilinear_flops(shapes.words, shapes.words, b)
-            )
+            at = bilinear_flops(shapes.heads, shapes.words, b)
+            counts["rel at the predicted heads"] = Count(at, at)
         else:
             counts[f"{b.name} biaffine"] = Count(
                 bilinear_flops(padded, pairs, b), bilinear_flops(shapes.positions, shapes.arcs, b)
@@ -637,6 +645,7 @@ def measure(args: argparse.Namespace) -> dict:
     from hydra.utils import instantiate
 
     from bockparse.data.batch import Collator
+    from bockparse.predict import decode_heads
     from bockparse.training.train import build
 
     torch.set_num_threads(args.threads)
@@ -689,7 +698,10 @@ def measure(args: argparse.Namespace) -> dict:
 
     scorer.eval()
     dev = pick(datamodule.val_dataloader(), args.batches)
-    result["dev shapes"] = [Shapes.of(b) for b in dev]
+    with torch.inference_mode():  # the shapes with the trees the parser predicts
+        predicted = [decode_heads(scorer(b).arc, b.lengths, cfg.decoder) for b in dev]
+    result["dev shapes"] = [Shapes.of(b, h) for b, h in zip(dev, predicted, strict=True)]
+    shapes_of = {id(b): s for b, s in zip(dev, result["dev shapes"], strict=True)}
     with torch.inference_mode():
         for batch in dev:
             prediction(scorer, batch, cfg.decoder)  # oneDNN's set-up for these shapes
@@ -699,7 +711,7 @@ def measure(args: argparse.Namespace) -> dict:
         )
     result["predicting"] = time_components(
         scorer, loss, dev, False, cfg.decoder, args.repeats,
-        lambda b: prediction_flops(sizes, Shapes.of(b)),
+        lambda b: prediction_flops(sizes, shapes_of[id(b)]),
     )  # fmt: skip
     return result
 

@@ -24,8 +24,8 @@ Biaffine, Count, Shapes, Sizes = (utilisation.Biaffine, utilisation.Count, utili
                                   utilisation.Sizes)  # fmt: skip
 
 # Two sentences of 1 and 2 words (B = 2, N = 3: 6 padded positions, 5 real, 3 words, 8
-# candidate arcs, 18 pairs); distinct words of 1, 2 and 1 characters.
-SHAPES = Shapes(lengths=(1, 2), char_lengths=(1, 2, 1))
+# candidate arcs, 18 pairs); distinct words of 1, 2 and 1 characters; 3 distinct heads.
+SHAPES = Shapes(lengths=(1, 2), char_lengths=(1, 2, 1), heads=3)
 SIZES = Sizes(char_dim=2, char_hidden=1, word_dim=3, lstm_input=4, lstm_hidden=1, lstm_layers=2,
               biaffines=(Biaffine("arc", 2, 1, 1), Biaffine("rel", 2, 1, 2)),
               parameters=10)  # fmt: skip
@@ -48,8 +48,9 @@ def test_a_training_update_by_hand():
     assert counts["arc MLPs"] == Count(3 * 2 * 6 * 6, 3 * 2 * 5 * 6)
     # arc: [u; 1] W (2 x 2 x 2 FLOPs a head position), then 2 x 2 per pair (18 padded, 8 arcs)
     assert counts["arc biaffine"] == Count(3 * (6 * 8 + 18 * 4), 3 * (5 * 8 + 8 * 4))
-    # relations (O = 2): all 18 pairs as run, only each word's gold pair (3) needed
-    assert counts["rel biaffine"] == Count(3 * (6 * 16 + 18 * 8), 3 * (5 * 16 + 3 * 8))
+    # relations (O = 2): all 18 pairs as run; needed: [u; 1] W at the 3 distinct gold heads
+    # (2 x 2 x 2 x 2 FLOPs each), then each word's gold pair (3)
+    assert counts["rel biaffine"] == Count(3 * (6 * 16 + 18 * 8), 3 * (3 * 16 + 3 * 8))
     # loss: log-softmax over the pairs, and over the 2 relations of each of the 3 words
     assert counts["loss"] == Count(3 * (5 * 18 + 5 * 2 * 3), 3 * (5 * 8 + 5 * 2 * 3))
     assert counts["gradient clipping"] == Count(30, 30)
@@ -60,9 +61,8 @@ def test_a_training_update_by_hand():
 def test_a_prediction_batch_by_hand():
     counts = utilisation.prediction_flops(SIZES, SHAPES)
     assert counts["BiLSTM layer 1, forward"] == Count(6 * 57, 5 * 57)  # forward only
-    # relations at the predicted heads: [u; 1] W and one pair per padded position (6), per
-    # word (3) needed
-    assert counts["rel at the predicted heads"] == Count(6 * 16 + 6 * 8, 3 * 16 + 3 * 8)
+    # relations at the predicted heads: [u; 1] W at the 3 distinct heads, then the 3 words' pairs
+    assert counts["rel at the predicted heads"] == Count(3 * 16 + 3 * 8, 3 * 16 + 3 * 8)
     assert "rel biaffine" not in counts and counts["decoding and best relations"] == Count(0, 0)
 
 
@@ -81,21 +81,24 @@ def test_the_biaffine_counts_equal_torch_flop_counter():
     with FlopCounterMode(display=False) as counter:
         out.sum().backward()
     assert counter.get_total_flops() == utilisation.BACKWARD * forward  # the convention holds
-    heads = torch.randint(0, N, (B, N))
+    # relations at the heads: [u; 1] W at the 4 distinct heads (0 and 2 in each sentence),
+    # then the 7 words' pairs
+    heads = torch.tensor([[-1, 0, 0, 2, 2, 0], [-1, 2, 0, -1, -1, -1]])
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         m.at(x, heads)
-    at = utilisation.bilinear_flops(B * N, B * N, b)
-    assert (
-        counter.get_total_flops() == products - utilisation.bilinear_flops(B * N, B * N * N, b) + at
-    )
+    at = utilisation.bilinear_flops(4, 7, b)
+    all_pairs = utilisation.bilinear_flops(B * N, B * N * N, b)
+    assert counter.get_total_flops() == products - all_pairs + at
 
 
 def test_shapes_count_each_distinct_character_sequence_once():
     chars = torch.tensor([[[2, 0, 0], [5, 6, 0], [5, 6, 0], [7, 0, 0]],
                           [[2, 0, 0], [7, 0, 0], [0, 0, 0], [0, 0, 0]]])  # fmt: skip
-    batch = types.SimpleNamespace(chars=chars, lengths=torch.tensor([3, 1]))
+    heads = torch.tensor([[-1, 0, 1, 1], [-1, 0, -1, -1]])
+    batch = types.SimpleNamespace(chars=chars, lengths=torch.tensor([3, 1]), heads=heads)
     shapes = Shapes.of(batch)
-    assert sorted(shapes.char_lengths) == [1, 1, 2]
+    assert sorted(shapes.char_lengths) == [1, 1, 2] and shapes.heads == 3
+    assert Shapes.of(batch, torch.tensor([[-1, 0, 0, 0], [-1, 0, -1, -1]])).heads == 2
     assert (shapes.B, shapes.N, shapes.words, shapes.positions, shapes.arcs) == (2, 4, 4, 6, 14)
 
 
