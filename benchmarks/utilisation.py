@@ -14,7 +14,8 @@ the preset's), the script, in one process:
 - **times** each component on the same batches, forward and backward apart, each on its own
   with the inputs it gets in the step (character model; embeddings; each BiLSTM layer's two
   directions; the arc, relation and auxiliary biaffines and their MLPs; the loss; gradient
-  clipping; the optimiser's step), the whole update as ``ParserModule.training_step`` makes it
+  clipping; the optimiser's step, also with torch's ``foreach`` and ``fused`` variants where
+  they exist), the whole update as ``ParserModule.training_step`` makes it
   without Lightning (zero_grad, forward, loss, backward, clipping, Adadelta's step; also the
   first time a batch's shapes are seen, which pays oneDNN's kernel set-up) and the whole
   prediction of development batches (scorer and ``predict_trees`` under inference mode);
@@ -513,25 +514,39 @@ def prediction(scorer, batch, decoder: str) -> None:
     predict_trees(scorer(batch), batch.lengths, decoder)
 
 
-def memory_bound(scorer, loss, optimizers, batch, max_norm: float) -> dict[str, float]:
-    """Seconds of gradient clipping, each optimiser's step and zero_grad, on a batch's
-    gradients."""
-    params = list(scorer.parameters())
+def optimisers(module) -> dict[str, torch.optim.Optimizer]:
+    """The run's two optimisers as ``ParserModule.configure_optimizers`` builds them (torch's
+    per-parameter loop on the CPU), and the same with ``foreach=True`` and, for a stage whose
+    optimiser has one on this device, ``fused=True``: ``"optimiser step (<class>[, variant])"``
+    -> optimiser, the run's own first."""
     out = {}
+    for factory in (module.stage1, module.stage2):
+        for variant in ({}, {"foreach": True}, {"fused": True}):
+            try:
+                optimizer = factory(module._groups(), **variant)
+            except (RuntimeError, TypeError, ValueError):  # no such variant here
+                continue
+            label = ", ".join([type(optimizer).__name__, *variant])
+            out[f"optimiser step ({label})"] = optimizer
+    return out
+
+
+def memory_bound(scorer, loss, optimizers, batch, max_norm: float) -> dict[str, float]:
+    """Seconds of gradient clipping, of each optimiser's step and of zero_grad, on a batch's
+    gradients (every step on the same gradients: the weights move, the timing holds)."""
+    params = list(scorer.parameters())
+    scorer.zero_grad(set_to_none=True)
+    loss(scorer(batch), batch).loss.backward()
+    start = time.perf_counter()
+    torch.nn.utils.clip_grad_norm_(params, max_norm)
+    out = {"gradient clipping": time.perf_counter() - start}
     for name, optimizer in optimizers.items():
-        optimizer.zero_grad()
-        loss(scorer(batch), batch).loss.backward()
         start = time.perf_counter()
-        torch.nn.utils.clip_grad_norm_(params, max_norm)
-        middle = time.perf_counter()
         optimizer.step()
-        end = time.perf_counter()
-        optimizer.zero_grad()
-        out["gradient clipping"] = out.get("gradient clipping", 0.0) + (middle - start) / len(
-            optimizers
-        )
-        out[f"optimiser step ({name})"] = end - middle
-        out["zero_grad"] = out.get("zero_grad", 0.0) + (time.perf_counter() - end) / len(optimizers)
+        out[name] = time.perf_counter() - start
+    start = time.perf_counter()
+    scorer.zero_grad(set_to_none=True)
+    out["zero_grad"] = time.perf_counter() - start
     return out
 
 
@@ -653,9 +668,9 @@ def measure(args: argparse.Namespace) -> dict:
     torch.manual_seed(args.seed)
     datamodule, module = build(cfg)
     scorer, loss = module.scorer.train(), instantiate(cfg.loss)
-    stage1, stage2 = module.configure_optimizers()
-    optimizers = {type(stage1).__name__: stage1, type(stage2).__name__: stage2}
-    result: dict = {"optimisers": [f"optimiser step ({name})" for name in optimizers]}
+    variants = optimisers(module)
+    stage1 = next(iter(variants.values()))  # the run's stage 1, as configured
+    result: dict = {"optimisers": list(variants)}
     max_norm = cfg.optim.max_grad_norm
     loader = datamodule.train_dataloader()
     indices = list(loader.sampler)[: args.batches + 1]
@@ -670,7 +685,7 @@ def measure(args: argparse.Namespace) -> dict:
     positions = round(statistics.mean(s.B * s.N for s in shapes))
     result["machine"] = machine(sizes, positions, args.seconds)
 
-    memory_bound(scorer, loss, optimizers, warm, max_norm)  # both optimisers' state
+    memory_bound(scorer, loss, variants, warm, max_norm)  # every optimiser's state
     update(scorer, loss, stage1, warm, max_norm)  # the first kernels
     cold, warm_update, collation = [], [], []
     for idx, batch in zip(indices[1:], timed_batches, strict=True):
@@ -687,7 +702,7 @@ def measure(args: argparse.Namespace) -> dict:
     )  # fmt: skip
     bound = defaultdict(float)
     for batch in timed_batches:
-        for name, seconds in memory_bound(scorer, loss, optimizers, batch, max_norm).items():
+        for name, seconds in memory_bound(scorer, loss, variants, batch, max_norm).items():
             bound[name] += seconds
     result["memory bound"] = dict(bound)
     for name in ("gradient clipping", result["optimisers"][0], "zero_grad"):
@@ -772,7 +787,7 @@ def report(result: dict, command: str) -> str:
     limit = max(r[2] for r in result["machine"] if r[1] == "fp32" and "matrix" in r[0])
     bandwidth_gbs = result["machine"][-1][2]
     training, predicting, bound = result["training"], result["predicting"], result["memory bound"]
-    stage1, stage2 = result["optimisers"]
+    stage1 = result["optimisers"][0]
     total = sum(training.flops.values(), Count(0, 0))
     per_update, cold = result["update"] / n, result["update cold"] / n
     env = ", ".join(f"{v}={os.environ.get(v, 'unset')}" for v in ("OMP_NUM_THREADS",
@@ -836,9 +851,9 @@ def report(result: dict, command: str) -> str:
     for name, run_bytes, least in (
         ("gradient clipping", CLIP_BYTES, CLIP_BYTES),
         (stage1, ADADELTA_BYTES_RUN, OPTIMISER_BYTES_MIN),
-        (f"{stage2} (stage 2)", None, OPTIMISER_BYTES_MIN),
+        *((name, None, OPTIMISER_BYTES_MIN) for name in result["optimisers"][1:]),
     ):
-        seconds = bound[name.removesuffix(" (stage 2)")] / n
+        seconds = bound[name] / n
         moved = gbs = shown = "–"
         if run_bytes is not None:
             moved = f"{run_bytes * p / 1e6:,.0f}"
