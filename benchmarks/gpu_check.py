@@ -121,8 +121,8 @@ def measure(
     from hydra.utils import instantiate
 
     from bockparse.training.callbacks import run_callbacks
-    from bockparse.training.predictions import PredictionWriter
-    from bockparse.training.train import CONF_DIR, build, evaluate
+    from bockparse.training.predictions import PredictionWriter, evaluate
+    from bockparse.training.train import CONF_DIR, build
 
     cuda = accelerator == "gpu"
     synchronize = torch.cuda.synchronize if cuda else (lambda: None)

@@ -5,7 +5,10 @@ row 0 the initialisation, then one row per update with the loss, the sentences w
 loss-augmented optimum is tied, the shadow oracle's disagreements, and a hash of every
 parameter) is compared with the reference run's over the updates both reached: the first
 update whose parameter hash differs (none: identical so far), and each run's tied optima and
-disagreements with its shadow oracle.
+disagreements with its shadow oracle. Beyond the reference trace (stopped at update 328), the
+run's development LAS at every evaluation (from its committed log) is set beside the published
+hinge-Bock seed 1111 run's (``../table1-ud/runs/.../csv/metrics.csv``), which the canonical-tie
+Bock run repeats (README): the first evaluation where they differ, to the logged two decimals.
 
     python experiments/tie-order/compare.py > experiments/tie-order/results.md
 """
@@ -13,6 +16,7 @@ disagreements with its shadow oracle.
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from pathlib import Path
 
@@ -20,6 +24,10 @@ HERE = Path(__file__).resolve().parent
 TRACES = HERE / "traces"
 # (reference, run): the canonical-tie CL/E run against the canonical-tie Bock run, seed 1111.
 PAIRS = [("hinge-bock-canonical-seed1111", "hinge-cle-canonical-seed1111")]
+# (published run's metrics.csv, run): dev LAS at every evaluation both reached.
+PUBLISHED = HERE.parent / "table1-ud" / "runs" / "table1-ud-ewt" / "hinge-bock" / "seed1111"
+DEV_PAIRS = [(PUBLISHED / "csv" / "metrics.csv", "hinge-cle-canonical-seed1111")]
+DEV_LOG = re.compile(r"update (\d+): dev LAS ([\d.]+)")
 
 
 def read(name: str) -> dict[int, dict[str, str]]:
@@ -30,6 +38,32 @@ def read(name: str) -> dict[int, dict[str, str]]:
 
 def total(rows: dict[int, dict[str, str]], column: str, last: int) -> int:
     return sum(int(rows[u][column] or 0) for u in range(1, last + 1))
+
+
+def logged_dev(name: str) -> dict[int, str]:
+    """Update -> dev LAS as the run's log gives it (two decimals; the last line of an update,
+    as a resume repeats none)."""
+    text = (TRACES / f"{name}.log").read_text(encoding="utf-8")
+    return {int(u): las for u, las in DEV_LOG.findall(text)}
+
+
+def published_dev(metrics: Path) -> dict[int, str]:
+    """Update -> dev LAS of a published run's ``csv/metrics.csv`` (``step`` counts from 0),
+    rounded as the log rounds it."""
+    with open(metrics, newline="", encoding="utf-8") as f:
+        return {int(r["step"]) + 1: f"{float(r['val/las']):.2f}"
+                for r in csv.DictReader(f) if r["val/las"]}  # fmt: skip
+
+
+def new_bests(dev: dict[int, str], updates: list[int]) -> list[int]:
+    """The updates among ``updates`` whose dev LAS beats every earlier one (the schedule's
+    "a new best", to the logged two decimals)."""
+    best, out = float("-inf"), []
+    for u in updates:
+        if float(dev[u]) > best:
+            best = float(dev[u])
+            out.append(u)
+    return out
 
 
 def main() -> None:
@@ -48,6 +82,21 @@ def main() -> None:
         out.write(f"| {reference} | {run} | {last} | {differ if differ is not None else 'none'} | "
                   f"{total(b, 'tied', last)} | {total(a, 'disagree', last)} / "
                   f"{total(b, 'disagree', last)} |\n")  # fmt: skip
+    for metrics, run in DEV_PAIRS:
+        ref, got = published_dev(metrics), logged_dev(run)
+        common = sorted(set(ref) & set(got))
+        differ = [u for u in common if ref[u] != got[u]]
+        same_bests = new_bests(ref, common) == new_bests(got, common)
+        out.write(
+            f"\nDev LAS at every evaluation, {run} against the published hinge-Bock seed "
+            f"1111 (`{metrics.relative_to(HERE.parent.parent)}`): {len(common)} "
+            f"evaluations (updates {common[0]}–{common[-1]}), "
+            f"{len(differ)} differing ({', '.join(map(str, differ)) or 'none'}); a new best "
+            f"dev LAS at {'the same' if same_bests else 'different'} evaluations.\n\n"
+        )
+        out.write("| update | published hinge-Bock | " + run + " |\n| ---: | ---: | ---: |\n")
+        for u in common:
+            out.write(f"| {u} | {ref[u]} | {got[u]} |\n")
 
 
 if __name__ == "__main__":

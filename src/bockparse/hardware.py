@@ -181,6 +181,25 @@ def warn_if_emulated(precision: str, device_type: str) -> None:
                 precision, device_type, why)  # fmt: skip
 
 
+def resolve_run_precision(cfg: Any, saved: Mapping[str, Any] | None = None) -> str:
+    """Set ``cfg.trainer.precision`` to the precision the run uses, log it with its reason, and
+    return the reason (:func:`resolve_precision`).
+
+    ``auto`` resolves on this machine, or to the precision of ``saved`` (the config a resumed
+    checkpoint was trained with), so that a run keeps one precision throughout.
+    """
+    requested = str(cfg.trainer.precision)
+    saved_precision = ((saved or {}).get("trainer") or {}).get("precision")
+    if requested == AUTO and saved_precision not in (None, AUTO):
+        precision, reason = str(saved_precision), "auto: the precision the resumed run began with"
+    else:
+        precision, reason = resolve_precision(requested, str(cfg.trainer.accelerator))
+    cfg.trainer.precision = precision
+    log.info("precision %s (%s)", precision, reason)
+    warn_if_emulated(precision, device_type_of(str(cfg.trainer.accelerator)))
+    return reason
+
+
 def lstm_autocast_ok(device_type: str) -> bool:
     """Whether an LSTM may run under the active autocast on ``device_type``: not on a CPU
     without native bf16 (oneDNN has no bf16 LSTM primitive there), nor under float16 on the

@@ -48,6 +48,8 @@ COUNTS = ("words", "heads", "labels", "sentences", "complete")
 # Tag accuracies (rate names) and their counts: the scored words whose tag is right.
 TAG_NAMES = ("upos", "xpos", "ufeats", "alltags")
 TAG_COUNTS = tuple(f"right_{name}" for name in TAG_NAMES)
+# The accuracy of each tag field (a Sentence's upos, xpos, feats).
+FIELD_SCORES = {"upos": "upos", "xpos": "xpos", "feats": "ufeats"}
 
 # The features the CoNLL 2018 evaluator's UFeats compares (its UNIVERSAL_FEATURES): the
 # universal ones of UD v2; language-specific and layered features (``Number[psor]``) are not.
@@ -281,6 +283,14 @@ def tag_rates(counts: np.ndarray | Sequence[int], words: int) -> dict[str, float
     ``words`` scored words (0 when nothing is scored)."""
     return {name: 100.0 * int(c) / words if words else 0.0
             for name, c in zip(TAG_NAMES, counts, strict=True)}  # fmt: skip
+
+
+def tag_names(fields: Iterable[str]) -> tuple[str, ...]:
+    """The accuracies (:data:`TAG_NAMES`) that score a tagger of ``fields`` (``upos``,
+    ``xpos``, ``feats``): each field's, and AllTags when it predicts all three."""
+    fields = set(fields)
+    names = tuple(FIELD_SCORES[f] for f in FIELD_SCORES if f in fields)
+    return (*names, "alltags") if fields >= set(FIELD_SCORES) else names
 
 
 def rates(counts: np.ndarray | torch.Tensor) -> dict[str, float]:

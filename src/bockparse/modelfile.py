@@ -13,7 +13,8 @@ read by :class:`bockparse.rundir.RunDir`.
 
     {"kind": "biaffine" | "transition",          # a class of this project, from MODEL_KINDS
      "params": {name: bool | int | float | str | None | list, ...,  # its keyword arguments
-                "context": {name: ..., ...}},   # the Contextualizer's (inputs and BiLSTM)
+                "context": {name: ..., ...},    # the Contextualizer's (inputs and BiLSTM)
+                "tagger": {name: ..., ...}},    # the Tagger's (model.tagger); absent: none
      "encoder": None | {
          "transformer": {"kind": "pretrained", "name_or_path": str}
                       | {"kind": "random_bert", "params": {...}},   # random_bert's arguments
@@ -29,9 +30,8 @@ configuration (``config.json``) to the same sizes and refuses custom code (``aut
 attention kernels from the hub. :func:`build_checked` then builds the scorer on the ``meta``
 device (no memory), compares its tensors with the file's (names, shapes, dtypes: the weights
 the spec implies are the weights the file holds) and only then builds it for real, with the
-project's classes called directly. Specs of schema
-version 2 (the contextualiser's parameters beside the head's, before ``model.context``) are
-read through :func:`nested_params`, and their weights through :func:`current_state`. Nothing
+project's classes called directly. Everything here is the current layout: older specs,
+configs and weights are moved to it where they are read (:mod:`bockparse.compat`). Nothing
 read from a file reaches ``hydra.utils.instantiate`` or an import by name.
 :func:`spec_from_config` turns a run's composed config (``.hydra/config.yaml``, whose
 ``_target_`` strings are looked up in :data:`TARGETS`, never imported) into a spec.
@@ -53,6 +53,7 @@ from torch import nn
 
 from .heads import HEADS, head_classes
 from .heads.transition.systems import SYSTEMS
+from .model.tagger import TRAIN_TAGS
 from .rundir import shown
 from .untrusted import (
     INTERMEDIATE,
@@ -73,9 +74,6 @@ SCHEMA_VERSION = 3  # 3: params.context (model.context); 2: one flat params mapp
 # Hydra targets of the project's own conf/ tree -> schema kinds (looked up, never imported).
 TARGETS = {
     **{path: kind for kind, path in HEADS.items()},
-    "bockparse.model.scorer.BiaffineScorer": "biaffine",  # the heads' paths before heads/
-    "bockparse.transition.TransitionParser": "transition",
-    "bockparse.transition.parser.TransitionParser": "transition",
     "bockparse.model.encoder.random_bert": "random_bert",
     "bockparse.model.encoder.load_pretrained": "pretrained",
     "bockparse.model.encoder.TransformerEncoder": "transformer_encoder",
@@ -84,9 +82,7 @@ TARGETS = {
 # Keys of a Hydra node that are Hydra's, not the callee's.
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
 CONTEXT = "context"  # the head's parameter (and the config node) holding the Contextualizer's
-# The submodules the Contextualizer builds (top-level in a version-2 biaffine state dict).
-CONTEXT_MODULES = ("encoder.", "word_embedding.", "upos_embedding.", "xpos_embedding.",
-                   "feats_embedding.", "char_model.", "lstm.")  # fmt: skip
+TAGGER = "tagger"  # the head's parameter (and the config node) holding the Tagger's, optional
 # A torch archive's pickle (the containers around the tensors: a checkpoint's is ~100 KB).
 MAX_PICKLE_BYTES = 256 * 2**20
 MAX_MEMBERS = 1_000_000  # members of a torch archive (one per tensor storage)
@@ -215,6 +211,9 @@ PARAMETERS: dict[str, Int | Real | Flag | Choice | Name] = {
     "biaffine_init_std": Real(0.0, 100.0),
     "system": Choice(tuple(SYSTEMS)),
     "stack_features": Int(0, 64), "buffer_features": Int(0, 64),
+    # Tagger (model.tagger)
+    "upos": Flag(), "xpos": Flag(), "feats": Flag(), "hidden": WIDTH,
+    "loss_weight": Real(0.0, 1000.0), "train_tags": Choice(TRAIN_TAGS),
     # TransformerEncoder
     "layers": Int(1, LAYERS.high + 1), "pooling": Choice(("first", "mean")),
     "chunk_pieces": Int(1, 2**20), "max_padding": Real(1.0, 100.0),
@@ -222,35 +221,6 @@ PARAMETERS: dict[str, Int | Real | Flag | Choice | Name] = {
     "tokenizer": Name(), "num_layers": LAYERS, "hidden_size": WIDTH, "num_heads": Int(1, 256),
     "intermediate_size": INTERMEDIATE, "max_length": PIECES,
 }  # fmt: skip
-
-
-def context_params() -> frozenset[str]:
-    """The Contextualizer's own parameters (``model.context.*``; beside the head's in schema
-    version 2)."""
-    from .model.context import Contextualizer
-
-    return frozenset(inspect.signature(Contextualizer).parameters) - {"vocabs", "encoder"}
-
-
-def nested_params(params: Any) -> Any:
-    """A head's parameters with the contextualiser's under ``context``: schema version 2's flat
-    mapping (and a run config composed before ``model.context``) moved there; anything else
-    (already nested, or not a mapping) as is, for :func:`validate_spec` to judge."""
-    if not isinstance(params, Mapping) or CONTEXT in params:
-        return params
-    own = context_params()
-    flat = {k: v for k, v in params.items() if k not in own}
-    return {**flat, CONTEXT: {k: v for k, v in params.items() if k in own}}
-
-
-def current_state(kind: str, state: Mapping[str, Any]) -> dict[str, Any]:
-    """A scorer's weights in the current module layout: a biaffine scorer saved before it
-    composed its contextualiser (schema version 2: ``lstm.*`` instead of ``context.lstm.*``)
-    gets the ``context.`` prefix on the contextualiser's modules; the same tensors."""
-    state = dict(state)
-    if kind != "biaffine" or any(k.startswith(CONTEXT + ".") for k in state):
-        return state
-    return {f"{CONTEXT}.{k}" if k.startswith(CONTEXT_MODULES) else k: v for k, v in state.items()}
 
 
 def _check_params(
@@ -310,6 +280,7 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     problem otherwise. Nothing is built or imported by name."""
     from .model.context import Contextualizer
     from .model.encoder import TransformerEncoder, random_bert
+    from .model.tagger import Tagger
 
     where = f"{source}: model"
     if not isinstance(spec, Mapping):
@@ -317,19 +288,24 @@ def validate_spec(spec: Any, source: str) -> dict[str, Any]:
     unknown = set(spec) - {"kind", "params", "encoder"}
     if unknown:
         raise ModelError(f"{where}: unknown keys {shown(sorted(map(str, unknown)))}")
-    spec = {**spec, "params": nested_params(spec.get("params"))}
     kinds = model_kinds()
     kind = spec.get("kind")
     if not isinstance(kind, str) or kind not in kinds:
         raise ModelError(f"{where}: unknown kind {shown(kind)} (known: {sorted(kinds)})")
+    params = spec.get("params")
+    if isinstance(params, Mapping) and TAGGER in params and params[TAGGER] is None:
+        params = {k: v for k, v in params.items() if k != TAGGER}  # null: no tagger
     params = _check_params(
-        spec.get("params"), kinds[kind], ("self", "vocabs", "encoder"), where, nested=(CONTEXT,)
+        params, kinds[kind], ("self", "vocabs", "encoder"), where, nested=(CONTEXT, TAGGER)
     )
     if CONTEXT not in params:
         raise ModelError(f"{where}: no {CONTEXT!r} parameters")
     _check_params(
         params[CONTEXT], Contextualizer, ("self", "vocabs", "encoder"), f"{where} {CONTEXT}"
     )
+    if TAGGER in params:
+        skip = ("self", "vocabs", "width", "dropout")
+        _check_params(params[TAGGER], Tagger, skip, f"{where} {TAGGER}")
     spec = {**spec, "params": params}
     encoder = spec.get("encoder")
     if encoder is None:
@@ -378,7 +354,9 @@ def spec_from_config(
     model: Mapping[str, Any], encoder: Mapping[str, Any] | None, source: str
 ) -> dict[str, Any]:
     """The schema's spec of a run's composed ``model`` and ``encoder`` nodes (resolved plain
-    containers), validated; ``encoder`` ``None`` or without a ``model`` node: no transformer.
+    containers in the current layout; what earlier runs wrote is moved to it by
+    :func:`bockparse.compat.current_model`), validated; ``encoder`` ``None`` or without a
+    ``model`` node: no transformer.
 
     Raises:
         ModelError: a node that is not a mapping, a class outside :data:`TARGETS`, or a spec
@@ -478,8 +456,7 @@ def build_checked(
     Raises:
         ModelError: the weights do not fit the spec, or the spec cannot be built.
     """
-    kind = spec["kind"]
-    state = current_state(kind, check_tensors(state, f"{source}: weights"))
+    state = check_tensors(state, f"{source}: weights")
     try:
         with torch.device("meta"):
             skeleton = build_scorer(spec, vocabs, transformer and transformer()).state_dict()

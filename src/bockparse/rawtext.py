@@ -10,10 +10,13 @@ The ``bockparse`` pipeline component (registered by importing this module, or th
     doc = nlp("I saw it. It was late.")
 
 sets ``token.head`` and ``token.dep_`` sentence by sentence (a sentence's root is its own head,
-as spaCy marks roots). Only a model that reads words alone can parse spaCy's tokens: one trained
-with ``model/context=notags`` (``model=biaffine-notags``); a model that reads UPOS, XPOS or FEATS
-is refused when the component is built. ``pos_``, ``tag_`` and ``morph`` stay as they are: they
-come with a parser that predicts tags (a tagger), which bockparse does not have yet.
+as spaCy marks roots), and with a model that has a joint tagger (``model=biaffine-tagger``,
+``biaffine-notags-tagger``) ``token.pos_``, ``token.tag_`` and ``token.morph`` from its UPOS,
+XPOS and FEATS (a UPOS outside spaCy's universal tags, or ``_``, leaves ``pos_`` unset; ``_``
+leaves ``tag_`` and ``morph`` unset). Only a model that needs words alone can parse spaCy's
+tokens: one with a tagger, or one trained with ``model/context=notags``
+(``model=biaffine-notags``); a model that reads UPOS, XPOS or FEATS without a tagger is refused
+when the component is built.
 
 spaCy's whitespace tokens (line breaks, runs of spaces) are not words: the parser never sees
 them; each is attached to the nearest word before it in its sentence (after it at a sentence's
@@ -32,9 +35,11 @@ import numpy as np
 from spacy import displacy
 from spacy.attrs import DEP, HEAD
 from spacy.language import Language
-from spacy.tokens import Doc
+from spacy.parts_of_speech import IDS as UNIVERSAL_POS
+from spacy.tokens import Doc, Token
 from spacy.util import minibatch
 
+from .data.conllu import Sentence
 from .parser import Parser
 from .parser.inputs import TAG_INPUTS, WORDS_ONLY, tag_inputs
 
@@ -43,7 +48,7 @@ PIPE_BATCH_DOCS = 64  # documents parsed together by ``nlp.pipe`` (one Parser.pr
 
 
 class NeedsTags(ValueError):
-    """A model that reads tag columns cannot parse spaCy's untagged tokens."""
+    """A model that reads tag columns without a tagger cannot parse spaCy's untagged tokens."""
 
 
 def language(lang: str) -> Language:
@@ -72,7 +77,7 @@ def language(lang: str) -> Language:
 
 
 class BockparseComponent:
-    """The ``bockparse`` pipeline component: a :class:`~bockparse.parser.Parser` that reads
+    """The ``bockparse`` pipeline component: a :class:`~bockparse.parser.Parser` that needs
     words only, applied to each sentence of a ``Doc`` (module doc).
 
     Args:
@@ -81,14 +86,14 @@ class BockparseComponent:
         batch_size: words per batch, ``None`` for the run's.
 
     Raises:
-        NeedsTags: the parser's model reads UPOS, XPOS or FEATS.
+        NeedsTags: the parser's model reads UPOS, XPOS or FEATS and has no tagger.
     """
 
     def __init__(
         self, parser: Parser, decoder: str | None = None, batch_size: int | None = None
     ) -> None:
         needed = [TAG_INPUTS[f][1] for f in tag_inputs(parser.settings)]
-        if needed:
+        if needed and not parser.tag_fields:
             switches = ", ".join(f"model.context.{TAG_INPUTS[f][0]}: true"
                                  for f in tag_inputs(parser.settings))  # fmt: skip
             raise NeedsTags(
@@ -126,7 +131,7 @@ class BockparseComponent:
             spans.extend(list(doc.sents))
         wordful = [s for s in spans if any(not t.is_space for t in s)]
         words = [[t.text for t in s if not t.is_space] for s in wordful]
-        trees = self.parser.predict(words, self.decoder, self.batch_size)
+        trees = self.parser.predict(words, self.decoder, self.batch_size, write_tags=True)
         heads: dict[int, dict[int, int]] = {id(d): {} for d in docs}  # token -> head token
         rels: dict[int, dict[int, str]] = {id(d): {} for d in docs}
         for span, tree in zip(wordful, trees, strict=True):
@@ -134,8 +139,23 @@ class BockparseComponent:
             for i, head, rel in zip(index, tree.heads, tree.rels, strict=True):
                 heads[id(span.doc)][i] = index[head - 1] if head else i
                 rels[id(span.doc)][i] = rel
+            if self.parser.tag_fields:
+                tokens = [span.doc[i] for i in index]
+                self._tag(tokens, tree, self.parser.tag_fields)
         for doc in docs:
             self._set(doc, heads[id(doc)], rels[id(doc)])
+
+    @staticmethod
+    def _tag(tokens: list[Token], tree: Sentence, fields: list[str]) -> None:
+        """Set ``pos_``, ``tag_`` and ``morph`` of a sentence's word tokens from the tagger's
+        UPOS, XPOS and FEATS (those of ``fields``; module doc)."""
+        for k, token in enumerate(tokens):
+            if "upos" in fields and tree.upos[k] in UNIVERSAL_POS and tree.upos[k]:
+                token.pos_ = tree.upos[k]
+            if "xpos" in fields and tree.xpos[k] != "_":
+                token.tag_ = tree.xpos[k]
+            if "feats" in fields and tree.feats[k] != "_":
+                token.set_morph(tree.feats[k])
 
     @staticmethod
     def _set(doc: Doc, heads: dict[int, int], rels: dict[int, str]) -> None:
@@ -159,7 +179,7 @@ class BockparseComponent:
 @Language.factory(
     "bockparse",
     default_config={"device": "cpu", "precision": None, "decoder": None, "batch_size": None},
-    assigns=["token.head", "token.dep"],
+    assigns=["token.head", "token.dep", "token.pos", "token.tag", "token.morph"],
 )
 def make_bockparse(
     nlp: Language,
@@ -180,10 +200,13 @@ def make_bockparse(
 
 @dataclass
 class ParsedSentence:
-    """A parsed sentence's words: forms, heads (1-based, 0 for ROOT), relations, and whether
-    a space follows each word in the text."""
+    """A parsed sentence's words: forms, UPOS, XPOS and FEATS (``_`` where not set), heads
+    (1-based, 0 for ROOT), relations, and whether a space follows each word in the text."""
 
     forms: list[str]
+    upos: list[str]
+    xpos: list[str]
+    feats: list[str]
     heads: list[int]
     rels: list[str]
     space_after: list[bool]
@@ -206,6 +229,9 @@ def parsed_sentences(doc: Doc) -> list[ParsedSentence]:
         number = {t.i: k for k, t in enumerate(words, 1)}
         out.append(ParsedSentence(
             forms=[t.text for t in words],
+            upos=[t.pos_ or "_" for t in words],
+            xpos=[t.tag_ or "_" for t in words],
+            feats=[str(t.morph) or "_" for t in words],
             heads=[0 if t.head.i == t.i else number[t.head.i] for t in words],
             rels=[t.dep_ for t in words],
             space_after=[bool(t.whitespace_) or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
@@ -216,16 +242,17 @@ def parsed_sentences(doc: Doc) -> list[ParsedSentence]:
 
 def conllu(sentences: Iterable[ParsedSentence]) -> str:
     """CoNLL-U of parsed sentences: ``# sent_id`` (from 1) and ``# text`` comments, FORM,
-    HEAD, DEPREL, and ``SpaceAfter=No`` in MISC where no space follows a word; LEMMA, UPOS,
-    XPOS and FEATS are ``_`` (no tagger)."""
+    UPOS, XPOS, FEATS (a tagger's, else ``_``), HEAD, DEPREL, and ``SpaceAfter=No`` in MISC
+    where no space follows a word; LEMMA is ``_``."""
     blocks = []
     for k, s in enumerate(sentences, 1):
         lines = [f"# sent_id = {k}", f"# text = {s.text}"]
-        for i, (form, head, rel, space) in enumerate(
-            zip(s.forms, s.heads, s.rels, s.space_after, strict=True), 1
+        for i, (form, upos, xpos, feats, head, rel, space) in enumerate(
+            zip(s.forms, s.upos, s.xpos, s.feats, s.heads, s.rels, s.space_after, strict=True), 1
         ):
             misc = "_" if space or i == len(s.forms) else "SpaceAfter=No"
-            lines.append("\t".join([str(i), form, "_", "_", "_", "_", str(head), rel, "_", misc]))
+            lines.append("\t".join([str(i), form, "_", upos, xpos, feats, str(head), rel, "_",
+                                    misc]))  # fmt: skip
         blocks.append("\n".join(lines) + "\n\n")
     return "".join(blocks)
 
@@ -234,11 +261,13 @@ _SVG_SIZE = re.compile(r'<svg ([^>]*?)width="(\d+(?:\.\d+)?)" height="(\d+(?:\.\
 
 
 def svg(sentences: Iterable[ParsedSentence]) -> str:
-    """One SVG drawing the trees with displaCy, each sentence below the one before. Words are
-    escaped by displaCy, relation labels (from a model file) here."""
+    """One SVG drawing the trees with displaCy (UPOS under each word, where tagged), each
+    sentence below the one before. Words are escaped by displaCy, UPOS and relation labels
+    (from a model file) here."""
     parts, width, height = [], 0.0, 0.0
     for s in sentences:
-        words = [{"text": f, "tag": ""} for f in s.forms]
+        words = [{"text": f, "tag": "" if u == "_" else html.escape(u)}
+                 for f, u in zip(s.forms, s.upos, strict=True)]  # fmt: skip
         arcs = [
             {"start": min(d, h - 1), "end": max(d, h - 1), "label": html.escape(rel),
              "dir": "left" if h - 1 > d else "right"}

@@ -17,7 +17,7 @@ A folder is a run folder by this layout alone (:func:`is_run_dir`, :func:`run_di
 :func:`discover`): never by searching the folders above a file, so a file planted above a
 downloaded run is never read. Every file of a run folder is read through :class:`RunDir` (the
 parser, the analyses, publish): where it is, never through a symbolic link, its YAML as plain
-data, old config layouts moved to the current one (:func:`current_keys`).
+data, old config layouts moved to the current one (:func:`bockparse.compat.current_keys`).
 
 Every file a run writes goes through :func:`write_atomic` / :func:`atomic_path`: a temporary
 file created with ``O_EXCL`` beside the target (never a fixed ``*.tmp`` name that a planted
@@ -44,6 +44,8 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from . import compat
 
 CONFIG = Path(".hydra") / "config.yaml"
 HYDRA = Path(".hydra") / "hydra.yaml"
@@ -252,48 +254,6 @@ def run_dir_of(checkpoint: str | os.PathLike) -> Path:
     return run_dir
 
 
-# Names of runs written before a run's name was a function of its loss and decoder alone
-# (issue 28): the Table 1 presets local-ce and crf named theirs after themselves.
-LEGACY_NAMES = {("local-ce", "cle"): "local-ce-cle", ("crf", "cle"): "crf-cle"}
-
-
-def current_name(name: str | None, decoder: str | None) -> str | None:
-    """A run's name as it is spelled now: ``<loss>-<decoder>`` for a run of the old presets
-    (:data:`LEGACY_NAMES`), else ``name``."""
-    return LEGACY_NAMES.get((name, decoder), name)
-
-
-def current_keys(cfg: Any) -> Any:
-    """A run's saved config (an OmegaConf ``DictConfig``) in the current key layout.
-
-    Run folders written before the config groups mirrored the code keep the run's name, decoder
-    and loss (and a transition parser's system) under ``condition``; they move to ``name``,
-    ``decoder``, ``loss`` and ``model.system`` (a copy; the hinge's ``decoder: ${..decoder}``
-    still names the run's decoder). A run's old name becomes its current one
-    (:func:`current_name`). A config in the current layout is returned as is. The one place
-    that knows the old layouts (a model's old layout: :func:`bockparse.modelfile.nested_params`).
-    """
-    from omegaconf import OmegaConf, open_dict
-
-    if "condition" in cfg and "loss" not in cfg:
-        old = cfg.condition
-        cfg = cfg.copy()
-        with open_dict(cfg):
-            cfg.name = old.get("name")
-            cfg.decoder = old.get("decoder")
-            cfg.loss = old.get("loss")
-            if "system" in old and "model" in cfg:
-                cfg.model.system = old.system
-            del cfg["condition"]
-    name = OmegaConf.select(cfg, "name", default=None, throw_on_resolution_failure=False)
-    decoder = OmegaConf.select(cfg, "decoder", default=None, throw_on_resolution_failure=False)
-    if current_name(name, decoder) != name:
-        cfg = cfg.copy()
-        with open_dict(cfg):
-            cfg.name = current_name(name, decoder)
-    return cfg
-
-
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -421,6 +381,20 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+def write_hydra_config(run_dir: str | os.PathLike, cfg: Any, hydra: Any) -> None:
+    """Write Hydra's record of the job into ``<run>/.hydra/``, as Hydra would (the same files
+    and content), but through the atomic writer and only once the folder is locked:
+    ``config.yaml`` (``cfg``, the composed config), ``hydra.yaml`` (``hydra``, Hydra's own
+    config) and ``overrides.yaml`` (the command line's overrides)."""
+    from omegaconf import OmegaConf
+
+    run_dir = Path(run_dir)
+    (run_dir / CONFIG).parent.mkdir(exist_ok=True)
+    write_atomic(run_dir / CONFIG, OmegaConf.to_yaml(cfg))
+    write_atomic(run_dir / HYDRA, OmegaConf.to_yaml(hydra))
+    write_atomic(run_dir / OVERRIDES, OmegaConf.to_yaml(hydra.hydra.overrides.task))
+
+
 def read_json(path: str | os.PathLike) -> Any:
     """The JSON content of ``path`` (``FileNotFoundError`` when absent)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -491,8 +465,6 @@ MAX_JSON_BYTES = 2**20  # a run's metrics.json and environment.json (a few hundr
 # kind a run config is resolved with; anything else (``${oc.env:HOME}``, any resolver) is kept
 # as literal text, never evaluated.
 NODE_REFERENCE = re.compile(r"\$\{\.*[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\[\d+\])*\}")
-# The precision a run's saved config names when it let the machine choose (hardware.AUTO).
-AUTO_PRECISION = "auto"
 
 
 def _literal(text: str, source: str, key: str) -> str:
@@ -577,8 +549,8 @@ class RunDir:
     """One run folder, in both directions: where each file of the layout (module doc) lies and
     what it says. The one reader of run folders: every file is read where it is, never through
     a symbolic link (:func:`check_no_links`, :func:`read_file`), as data (:func:`read_yaml`: no
-    resolver runs), and the saved config in the current key layout (:func:`current_keys`, the
-    one place that knows the old layouts).
+    resolver runs), and the saved config in the current key layout
+    (:func:`bockparse.compat.current_keys`).
 
     A path accessor (:attr:`best`, :attr:`last`, :meth:`predictions`, :attr:`trace`) checks the
     folders on the way and the file itself for links and returns the path (which may not
@@ -604,7 +576,7 @@ class RunDir:
 
     def config(self, resolvers: bool = False) -> Any:
         """The composed config (``.hydra/config.yaml``) as plain data, in the current key layout
-        (``resolvers``: see :func:`read_yaml`).
+        (:func:`bockparse.compat.current_keys`; ``resolvers``: see :func:`read_yaml`).
 
         Raises:
             FileNotFoundError: no saved config (not a run folder, or a published run that
@@ -612,10 +584,11 @@ class RunDir:
             RunFileError: a saved config that cannot be read.
         """
         try:
-            return current_keys(read_yaml(self.file(CONFIG), resolvers))
+            cfg = read_yaml(self.file(CONFIG), resolvers)
         except FileNotFoundError:
             raise FileNotFoundError(f"{self.path}: not a run folder with its config (no "
                                     f"{CONFIG})") from None  # fmt: skip
+        return compat.current_keys(cfg)
 
     def hydra(self) -> Any | None:
         """Hydra's own record of the run (``.hydra/hydra.yaml``: the chosen groups, the folder
@@ -651,18 +624,16 @@ class RunDir:
     def precision(self) -> str:
         """The precision the run used: its saved config's ``trainer.precision`` (training writes
         it resolved), else, for a run saved with ``auto``, the one its ``environment.json`` or
-        ``metrics.json`` records; ``auto`` where none does (a run stopped before training).
+        ``metrics.json`` records; ``auto`` where none does (a run stopped before training;
+        :func:`bockparse.compat.recorded_precision`).
 
         Raises:
             RunFileError: the recorded precision is not a string.
         """
         from omegaconf import OmegaConf
 
-        precision = OmegaConf.select(self.config(), "trainer.precision", default=AUTO_PRECISION)
-        for record in (self.environment, self.metrics):
-            if precision != AUTO_PRECISION:
-                break
-            precision = (record() or {}).get("precision", AUTO_PRECISION)
+        saved = OmegaConf.select(self.config(), "trainer.precision", default=compat.AUTO)
+        precision = compat.recorded_precision(saved, self.environment, self.metrics)
         if not isinstance(precision, str):
             raise RunFileError(f"{self.path}: the recorded precision {repr(precision)[:60]} is "
                                "not a precision")  # fmt: skip
@@ -930,11 +901,11 @@ def _content_and_age(fd: int) -> tuple[str, float]:
 
 
 def _lock_fields(content: str) -> dict[str, Any]:
-    """A lock file's fields; a lock of an earlier version holds only the pid of a process on
-    this host; ``{}`` when unreadable."""
+    """A lock file's fields (an earlier version's: :func:`bockparse.compat.lock_fields`);
+    ``{}`` when unreadable."""
     text = content.strip()
-    if text.isdigit():
-        return {"host": socket.gethostname(), "pid": int(text)}
+    if (old := compat.lock_fields(text, socket.gethostname())) is not None:
+        return old
     try:
         fields = json.loads(text)
     except ValueError:

@@ -15,9 +15,10 @@ from composed_configs import flat_config, flat_configs
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from bockparse.modelfile import context_params
+from bockparse.compat import CONTEXT_PARAMS
+from bockparse.hardware import resolve_run_precision
 from bockparse.training.checks import DATA_ENV
-from bockparse.training.train import CONF_DIR, build, resolve_run_precision
+from bockparse.training.train import CONF_DIR, build
 
 REPO = Path(CONF_DIR).parent
 FIXTURES = REPO / "tests" / "fixtures" / "composed"
@@ -35,7 +36,7 @@ KEY_MAP = {
     "condition.system": "model.system",  # the transition system lived twice; now only here
     "hydra.sweeper.params.condition.decoder": "hydra.sweeper.params.decoder",
     # The inputs and the BiLSTM are one node, composed by every head (issue 28).
-    **{f"model.{key}": f"model.context.{key}" for key in sorted(context_params())},
+    **{f"model.{key}": f"model.context.{key}" for key in sorted(CONTEXT_PARAMS)},
 }
 
 # The ablation grid's old spelling, condition=<C> condition.decoder=<D>: the loss of each C.

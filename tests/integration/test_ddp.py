@@ -21,9 +21,9 @@ from hydra.utils import instantiate
 from bockparse.data import read_conllu
 from bockparse.metrics import evaluate_files
 from bockparse.rundir import RESUMED_EXACTLY
-from bockparse.training.predictions import PredictionWriter
+from bockparse.training.predictions import PredictionWriter, evaluate
 from bockparse.training.resume import CONFIG_KEY
-from bockparse.training.train import CONF_DIR, build, evaluate
+from bockparse.training.train import CONF_DIR, build
 
 REPO = Path(CONF_DIR).parent
 SAMPLE = REPO / "data/ud-english-ewt-sample"

@@ -19,8 +19,8 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from bockparse.data.vocab import Vocabs
+from bockparse.hardware import resolve_run_precision
 from bockparse.training.callbacks import run_callbacks
-from bockparse.training.checkpoints import STATE_KEY
 from bockparse.training.clock import RunClock
 from bockparse.training.resume import (
     CONFIG_KEY,
@@ -31,7 +31,7 @@ from bockparse.training.resume import (
     config_differences,
     read_finished,
 )
-from bockparse.training.train import CONF_DIR, build, resolve_run_precision, run
+from bockparse.training.train import CONF_DIR, build, run
 
 REPO = Path(CONF_DIR).parent
 
@@ -98,7 +98,7 @@ def test_config_differences_lists_only_what_differs():
 def test_a_finished_run_is_not_trained_again(tmp_path, caplog):
     done = {"test/las": 12.5, "best_step": 3}
     (tmp_path / "metrics.json").write_text(json.dumps(done), encoding="utf-8")
-    with caplog.at_level("INFO", logger="bockparse.training.train"):
+    with caplog.at_level("INFO", logger="bockparse.training"):
         assert run(composed("resume=true"), tmp_path) == done
     assert "is finished" in caplog.text
     assert not (tmp_path / "checkpoints").exists()
@@ -230,7 +230,7 @@ def applied(cfg, checkpoint, last: Path):
     schedule = instantiate(cfg.optim.schedule)
     schedule.load_state_dict(checkpoint["bockparse"]["schedule"])
     checkpoints = run_callbacks(cfg, last.parent.parent).checkpoints
-    checkpoints.load_state_dict(checkpoint["callbacks"][STATE_KEY])
+    checkpoints.load_state_dict(checkpoint["callbacks"][checkpoints.state_key])
     clock = RunClock()
     clock.load_state_dict(checkpoint["callbacks"]["RunClock"])
     vocabs = Vocabs.from_dict(checkpoint[DATA_KEY]["vocabs"]).to_dict()

@@ -159,7 +159,12 @@ def test_the_shipped_experiments_pass(experiment, offline):
 
 def test_the_shipped_sample_is_found_from_any_folder(tmp_path, monkeypatch, offline):
     """README: `cd /tmp && bockparse-train experiment=smoke` (the sample is in the package)."""
+    from hydra.core.hydra_config import HydraConfig
+
     monkeypatch.chdir(tmp_path)
+    # A fresh process: no Hydra job whose start folder relative paths would resolve against
+    # (an earlier test in this process may have left one set: hydra.utils.to_absolute_path).
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
     assert data_problems(composed().data) != []  # relative to the start folder: not here
     RequireData()  # what bockparse-train makes first
     assert os.environ[SAMPLE_ENV] == str(sample_dir())
@@ -189,6 +194,18 @@ def test_the_estimate_basis_is_the_benchmarked_parser():
     with MiniLM), so that it gives the benchmark's words/s."""
     weights = parameters_per_word(composed(experiment=None))
     assert weights == pytest.approx(REFERENCE_WEIGHTS, rel=0.01)
+
+
+def test_the_estimate_counts_a_taggers_second_bilstm_pass():
+    plain, notags = composed(experiment=None), composed("model=biaffine-notags", experiment=None)
+    tagger = composed("model=biaffine-tagger", experiment=None)
+    lone = composed("model=biaffine-notags-tagger", experiment=None)
+    sizes = plain.model.context
+    lstm = sum(2 * 4 * (i + sizes.lstm_hidden) * sizes.lstm_hidden for i in (
+        384 + 2 * sizes.word_dim + 3 * sizes.tag_dim, *[2 * sizes.lstm_hidden] * 2))  # fmt: skip
+    mlps = 3 * 2 * sizes.lstm_hidden * tagger.model.tagger.hidden
+    assert parameters_per_word(tagger) == pytest.approx(parameters_per_word(plain) + lstm + mlps)
+    assert parameters_per_word(lone) == pytest.approx(parameters_per_word(notags) + mlps)
 
 
 @pytest.mark.parametrize(("case", "fragment"), COMPOSITION_CASES)

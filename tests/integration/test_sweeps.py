@@ -49,6 +49,40 @@ def test_sweep_axes():
     grid = _axes(composed("sweep=ablation"))
     assert grid["loss"] == ["local-ce", "hinge", "crf"]
     assert grid["decoder"] == ["cle", "bock", "tarjan", "eisner"]
+    tags = _axes(composed("sweep=tags"))
+    assert tags["experiment"] == ["tags-ewt", "tags-gsd"] and len(tags["seed"]) == 3
+    assert tags["model"] == ["biaffine-tagger", "biaffine-notags"]
+
+
+def _flat(cfg) -> dict:
+    """The config without Hydra's node, unresolved (interpolations as written), flattened."""
+    from composed_configs import flatten
+
+    return flatten({k: OmegaConf.to_container(cfg[k]) if OmegaConf.is_config(cfg[k])
+                    else cfg[k] for k in cfg if k != "hydra"})  # fmt: skip
+
+
+@pytest.mark.parametrize("treebank", ["ewt", "gsd"])
+def test_the_predicted_tag_table_is_table1s_local_ce_run_with_the_model_chosen(treebank):
+    """experiment=tags-<treebank> composes table1-ud-<treebank>'s local-CE run exactly (the
+    gold-tag row), but for its name and folder; model=biaffine-tagger adds the tagger alone,
+    model=biaffine-notags drops the tag inputs alone."""
+    table1 = composed(f"experiment=table1-ud-{treebank}", "condition=local-ce")
+    ours = composed(f"experiment=tags-{treebank}")
+    names = {"experiment_name": (f"table1-ud-{treebank}", f"tags-{treebank}")}
+    old, new = _flat(table1), _flat(ours)
+    differ = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+    assert differ == set(names)
+    assert ours.hydra.run.dir == f"outputs/tags-{treebank}/local-ce-cle/seed1111"
+    tagger = _flat(composed(f"experiment=tags-{treebank}", "model=biaffine-tagger"))
+    assert {k: v for k, v in tagger.items() if new.get(k) != v} == {
+        "model.tagger.upos": True, "model.tagger.xpos": True, "model.tagger.feats": True,
+        "model.tagger.hidden": 400, "model.tagger.loss_weight": 1.0,
+        "model.tagger.train_tags": "predicted",
+    }  # fmt: skip
+    notags = _flat(composed(f"experiment=tags-{treebank}", "model=biaffine-notags"))
+    assert {k: v for k, v in notags.items() if new.get(k) != v} == {
+        f"model.context.use_{t}": False for t in ("upos", "xpos", "feats")}  # fmt: skip
 
 
 def test_table1_ud_jobs_get_one_folder_per_treebank():

@@ -1,5 +1,6 @@
-"""Fixtures shared by the metric and parser tests: the CoNLL 2018 evaluator's counts (udtools, a
-dev dependency: tests only) and prediction files whose tags differ from the gold ones."""
+"""Fixtures shared by the unit tests: small parser heads (the model and transition tests), the
+CoNLL 2018 evaluator's counts (udtools, a dev dependency: tests only) and prediction files whose
+tags differ from the gold ones (the metric and parser tests)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,38 @@ from pathlib import Path
 import pytest
 
 from bockparse.metrics import PUNCT_EXCLUSIONS
+
+# Small sizes for fast tests, every input on, no dropout: the Contextualizer's (a head's
+# ``context``, model.context) and the biaffines' on its states.
+SMALL_CONTEXT = dict(
+    use_words=True,
+    word_dim=8,
+    word_dropout=0.0,
+    use_chars=True,
+    char_dim=6,
+    char_hidden=8,
+    use_upos=True,
+    use_xpos=True,
+    use_feats=True,
+    tag_dim=4,
+    lstm_hidden=12,
+    lstm_layers=2,
+    dropout=0.0,
+)
+SMALL_BIAFFINES = dict(arc_hidden=10, rel_hidden=6, aux_hidden=6, biaffine_init_std=0.0)
+
+
+@pytest.fixture(scope="session")
+def small_head() -> Callable[..., dict]:
+    """``small_head(context=None, **own)``: a small parser head's keyword arguments (but
+    ``vocabs`` and ``encoder``) in the model's layout: :data:`SMALL_CONTEXT` updated by
+    ``context`` under ``context``, :data:`SMALL_BIAFFINES` updated by the head's ``own``."""
+
+    def arguments(context: dict | None = None, **own) -> dict:
+        return {**SMALL_BIAFFINES, **own, "context": {**SMALL_CONTEXT, **(context or {})}}
+
+    return arguments
+
 
 # Replacements for a word's FEATS: each either changes what UFeats compares or only what it
 # ignores (language-specific and layered features, the order of the pairs).

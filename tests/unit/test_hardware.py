@@ -12,9 +12,15 @@ from hydra import compose, initialize_config_dir
 from torch import nn
 
 from bockparse import hardware
-from bockparse.hardware import FORCE_ENV, ISA_ENV, bf16_support, resolve_precision
+from bockparse.hardware import (
+    FORCE_ENV,
+    ISA_ENV,
+    bf16_support,
+    resolve_precision,
+    resolve_run_precision,
+)
 from bockparse.model.lstm import bilstm
-from bockparse.training.train import CONF_DIR, resolve_run_precision
+from bockparse.training.train import CONF_DIR
 
 X86_BF16 = frozenset({"avx2", "avx512f", "avx512_bf16"})
 X86_AMX = frozenset({"avx2", "avx512f", "amx_bf16", "amx_tile"})
@@ -89,7 +95,7 @@ def test_make_trains_composition_resolves_by_the_machine(forced, precision, monk
     monkeypatch.setenv(FORCE_ENV, forced)
     hardware.native_bf16.cache_clear()
     try:
-        with caplog.at_level(logging.INFO, logger="bockparse.training.train"):
+        with caplog.at_level(logging.INFO, logger="bockparse.hardware"):
             reason = resolve_run_precision(cfg)
     finally:
         hardware.native_bf16.cache_clear()

@@ -67,6 +67,40 @@ def test_a_head_follows_the_contract(kind, vocabs):
     assert {"vocabs", "encoder", "context"} <= set(inspect.signature(type(head)).parameters)
 
 
+@pytest.mark.parametrize("kind", sorted(HEADS))
+def test_every_head_takes_the_joint_tagger(kind, tmp_path):
+    """A tagger on either head: its scores carry the tags, its loss adds their term, a head
+    that decodes itself returns them, and evaluation is logged with the tag accuracies."""
+    from bockparse.data.batch import Collator
+    from bockparse.data.conllu import read_conllu
+    from bockparse.data.dataset import ParserDataset
+    from bockparse.losses import LocalCrossEntropy, TransitionLoss
+
+    path = tmp_path / "two.conllu"
+    path.write_text("1\ta\t_\tX\tX\tA=B\t2\tdep\t_\t_\n"
+                    "2\tb\t_\tY\tX\t_\t0\troot\t_\t_\n\n", encoding="utf-8")  # fmt: skip
+    sentences = read_conllu(path, single_root=True, on_malformed="error")
+    vocabs = Vocabs.build(sentences, min_word_freq=1)
+    tagger = dict(upos=True, xpos=False, feats=True, hidden=4, loss_weight=1.0,
+                  train_tags="predicted")  # fmt: skip
+    torch.manual_seed(0)
+    head = head_classes()[kind](vocabs=vocabs, encoder=None, context=CONTEXT, tagger=tagger,
+                                **OWN[kind])  # fmt: skip
+    assert head.tagger is not None and head.tagger.columns == ("upos", "feats")
+    dataset = ParserDataset(sentences, vocabs, max_word_chars=4, punct_field="upos",
+                            punct_tags=["PUNCT"])  # fmt: skip
+    batch = Collator(dataset)([0])
+    scores = head.train()(batch)
+    assert {c: s.shape for c, s in scores.tags.logits.items()} == {
+        "upos": (1, 3, 2), "feats": (1, 3, 2)}  # fmt: skip
+    loss = (TransitionLoss() if kind == "transition" else LocalCrossEntropy())(scores, batch)
+    assert loss.tag is not None and loss.tag > 0
+    if head.predict is not None:
+        heads, _, tags = head.eval().predict(batch)
+        assert set(tags.logits) == {"upos", "feats"} and heads.shape == (1, 3)
+    assert module(head, None if head.predict else "bock").tag_names == ("upos", "ufeats")
+
+
 def test_the_heads_that_decode_themselves():
     assert {k for k, c in head_classes().items() if c.predict is not None} == {"transition"}
 

@@ -17,15 +17,10 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from bockparse import rundir
-from bockparse.training.train import (
-    CONF_DIR,
-    RunFolderCheck,
-    attach_job_log,
-    claim,
-    detach_job_log,
-    run,
-    write_hydra_config,
-)
+from bockparse.rundir import write_hydra_config
+from bockparse.training.claim import claim
+from bockparse.training.loggers import attach_job_log, detach_job_log
+from bockparse.training.train import CONF_DIR, RunFolderCheck, run
 from bockparse.training.trajectory import TrajectoryTrace
 
 REPO = Path(CONF_DIR).parent

@@ -16,7 +16,8 @@ from hydra import compose, initialize_config_dir
 
 from bockparse import rundir
 from bockparse.training.checks import setting_problems
-from bockparse.training.train import CONF_DIR, SettingsError, _csv_logger, run
+from bockparse.training.loggers import _csv_logger
+from bockparse.training.train import CONF_DIR, SettingsError, run
 
 
 def test_write_atomic_follows_the_umask_and_leaves_no_temporary(tmp_path):

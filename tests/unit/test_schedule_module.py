@@ -15,9 +15,11 @@ from bockparse.training.schedule import StanzaSchedule
 
 
 class Toy(nn.Module):
-    """A parser head (bockparse.heads.ParserHead) of two layers, decoded by the run's decoder."""
+    """A parser head (bockparse.heads.ParserHead) of two layers, decoded by the run's decoder,
+    without a tagger."""
 
     predict = None
+    tagger = None
 
     def __init__(self) -> None:
         super().__init__()

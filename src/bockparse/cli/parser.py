@@ -76,6 +76,19 @@ def _decoder_argument(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _tags_argument(command: argparse.ArgumentParser, default: str | None, shown: str) -> None:
+    from ..parser.inputs import TAG_SOURCES
+
+    command.add_argument(
+        "--tags",
+        default=default,
+        choices=TAG_SOURCES,
+        help="for a model with a tagger (model=biaffine-tagger): the tag inputs it reads come "
+        "from the input where it has them and from the tagger where it lacks them (auto), or "
+        f"from the tagger always (predicted); default: {shown}",
+    )
+
+
 def _progress(stream) -> Callable[[int, int], None]:
     """A progress callback printing ``parsed D / S sentences`` at most every few seconds."""
     last = [time.perf_counter()]
@@ -90,13 +103,16 @@ def _progress(stream) -> Callable[[int, int], None]:
 
 
 def predict(argv: Sequence[str] | None = None) -> int:
-    """``bockparse-predict MODEL INPUT --out OUTPUT [--decoder NAME] [--batch-size WORDS]`` or
-    ``bockparse-predict MODEL --text TEXT|- [--lang en] [--out OUTPUT] [--svg FILE]``."""
+    """``bockparse-predict MODEL INPUT --out OUTPUT [--decoder NAME] [--batch-size WORDS]
+    [--tags auto|predicted] [--write-tags]`` or ``bockparse-predict MODEL --text TEXT|- [--lang
+    en] [--out OUTPUT] [--svg FILE]``."""
     command = Command(
         "bockparse-predict",
         description="Parse a CoNLL-U file (HEAD and DEPREL may be _) with a trained parser; the "
-        "output is the input with only HEAD and DEPREL replaced. With --text, parse raw text: "
-        "spaCy splits it into sentences and words (pip install 'bockparse[spacy]'; a model "
+        "output is the input with only HEAD and DEPREL replaced (and UPOS, XPOS, FEATS with "
+        "--write-tags). A model with a tagger (model=biaffine-tagger) tags the words itself "
+        "where the input has no tags. With --text, parse raw text: spaCy splits it into "
+        "sentences and words (pip install 'bockparse[spacy]'; a model with a tagger or one "
         "that reads words only, model=biaffine-notags), and the output is new CoNLL-U.",
     )
     _model_argument(command)
@@ -127,6 +143,13 @@ def predict(argv: Sequence[str] | None = None) -> int:
         "CoNLL-U input, standard output by default with --text",
     )
     _decoder_argument(command)
+    _tags_argument(command, "auto", "auto")
+    command.add_argument(
+        "--write-tags",
+        action="store_true",
+        help="write the tagger's UPOS, XPOS and FEATS into the output (a model with a tagger); "
+        "without it a CoNLL-U input's columns are kept byte for byte",
+    )
     args = command.parse_args(argv)
     if (args.input is None) == (args.text is None):
         command.error("give either a CoNLL-U INPUT file or --text, not both")
@@ -134,6 +157,9 @@ def predict(argv: Sequence[str] | None = None) -> int:
         command.error("the following arguments are required: --out")
     if args.text is None and args.svg is not None:
         command.error("--svg draws the trees of --text (raw text); give --text")
+    if args.text is not None and (args.write_tags or args.tags != "auto"):
+        command.error("--tags and --write-tags are for a CoNLL-U INPUT; --text writes the "
+                      "tagger's tags (a model with one) and reads no tags")  # fmt: skip
     if args.text is not None:
         return _predict_text(command, args)
     from ..data.conllu import write_conllu
@@ -146,8 +172,9 @@ def predict(argv: Sequence[str] | None = None) -> int:
         sentences = model.sentences(args.input)
         start = time.perf_counter()
         parsed = model.predict(
-            sentences, args.decoder, args.batch_size, progress=_progress(sys.stderr)
-        )
+            sentences, args.decoder, args.batch_size, progress=_progress(sys.stderr),
+            tags=args.tags, write_tags=args.write_tags,
+        )  # fmt: skip
         seconds = time.perf_counter() - start
     except (DataError, ValueError, OSError) as err:
         return command.fail(err)
@@ -224,19 +251,20 @@ def evaluate(argv: Sequence[str] | None = None) -> int:
         "bockparse-evaluate",
         description="UAS, LAS (base relations) and LCM of a trained parser on a gold CoNLL-U "
         "file, with the training conventions (punctuation included unless excluded), and the "
-        "UPOS, XPOS, UFeats and AllTags accuracy of the tags it read (the gold file's own: "
-        "100 %, as no parser predicts tags yet).",
+        "UPOS, XPOS, UFeats and AllTags accuracy of the tags it used: its tagger's (a model "
+        "with one), else the gold file's own (100 %).",
     )
     _model_argument(command)
     command.add_argument("gold", help="gold CoNLL-U file (- for standard input)")
     _decoder_argument(command)
     add_punct_argument(command)
+    _tags_argument(command, None, "predicted for such a model (as its run evaluated)")
     args = command.parse_args(argv)
     from ..parser import Parser
 
     try:
         result = Parser.load(args.model, device=args.device, precision=args.precision).evaluate(
-            args.gold, args.decoder, args.exclude_punct, args.batch_size
+            args.gold, args.decoder, args.exclude_punct, args.batch_size, tags=args.tags
         )
     except (DataError, ValueError, OSError) as err:
         return command.fail(err)

@@ -4,7 +4,8 @@ The parser sees the basic tree of each sentence: its integer-ID lines (``1..n``)
 UPOS, XPOS, FEATS, HEAD and DEPREL. Every other line (comments, multiword-token lines ``3-4``,
 empty nodes ``5.1``) and every other column (DEPS, MISC) is kept verbatim, so writing a sentence
 back reproduces the input byte for byte, with only HEAD and DEPREL replaced when predictions are
-given; the CoNLL 2018 evaluator can then align a prediction file with its gold file.
+given (and UPOS, XPOS or FEATS when a tagger's tags are written); the CoNLL 2018 evaluator can
+then align a prediction file with its gold file.
 
 Fields are interpreted with the ``conllu`` package (``parse_id_value``, ``parse_int_value``,
 ``parse_comment_line``). Lines are split here, on tabs only, because ``conllu``'s own line
@@ -26,7 +27,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -41,6 +42,8 @@ log = logging.getLogger(__name__)
 COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 HEAD_COLUMN = 6
 DEPREL_COLUMN = 7
+# The tag columns a tagger may write (Sentence field -> column index).
+TAG_FIELDS = {"upos": 3, "xpos": 4, "feats": 5}
 MAX_LISTED = 20  # problems listed in an error message; the total is always given
 STANDARD_STREAM = "-"  # as a path: standard input to read, standard output to write
 STANDARD_INPUT_NAME = "<stdin>"  # standard input in messages
@@ -463,44 +466,57 @@ def read_conllu(
     return kept
 
 
-def _label(label: str) -> str:
-    """``label`` if it can be a DEPREL field (:func:`format_sentence`)."""
+def _label(label: str, what: str = "relation label") -> str:
+    """``label`` if it can be a DEPREL (or tag) field (:func:`format_sentence`)."""
     if not label or (char := control_character(label)):
         problem = "is empty" if not label else f"holds the control character {char}"
-        raise DataError(f"relation label {label!r} {problem}: not written into CoNLL-U")
+        raise DataError(f"{what} {label!r} {problem}: not written into CoNLL-U")
     return label
 
 
 def format_sentence(
-    sentence: Sentence, heads: Sequence[int] | None = None, rels: Sequence[str] | None = None
+    sentence: Sentence,
+    heads: Sequence[int] | None = None,
+    rels: Sequence[str] | None = None,
+    tags: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """The sentence as CoNLL-U text, blank line included, with HEAD and DEPREL replaced if given.
+    """The sentence as CoNLL-U text, blank line included, with HEAD and DEPREL (and tag
+    columns) replaced if given.
 
     Args:
         sentence: a sentence from ``read_conllu``.
         heads: ``n`` heads, 1-based with ``0`` for ROOT, or ``None`` to keep the file's.
         rels: ``n`` relation labels, or ``None`` to keep the file's.
+        tags: field (``upos``, ``xpos``, ``feats``: :data:`TAG_FIELDS`) -> ``n`` tags to write
+            into that column (a tagger's); the columns not given are kept.
 
     Raises:
-        ValueError: ``heads`` or ``rels`` of the wrong length.
-        DataError: a relation label that is empty or holds a control character (a tab or a
-            line break would inject columns or lines): never written.
+        ValueError: ``heads``, ``rels`` or a tag column of the wrong length, or an unknown tag
+            field.
+        DataError: a relation label or tag that is empty or holds a control character (a tab
+            or a line break would inject columns or lines): never written.
     """
     n = len(sentence)
-    for name, values in (("heads", heads), ("rels", rels)):
+    tags = dict(tags or {})
+    unknown = set(tags) - set(TAG_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown tag fields {sorted(unknown)} (known: {list(TAG_FIELDS)})")
+    for name, values in (("heads", heads), ("rels", rels), *tags.items()):
         if values is not None and len(values) != n:
             raise ValueError(
                 f"{name}: expected {n} values for the sentence at line {sentence.line}, "
                 f"got {len(values)}"
             )
     lines = list(sentence.lines)
-    if heads is not None or rels is not None:
+    if heads is not None or rels is not None or tags:
         for i, k in enumerate(sentence.word_lines):
             cols = lines[k].split("\t")
             if heads is not None:
                 cols[HEAD_COLUMN] = str(int(heads[i]))
             if rels is not None:
                 cols[DEPREL_COLUMN] = _label(rels[i])
+            for field, values in tags.items():
+                cols[TAG_FIELDS[field]] = _label(values[i], COLUMNS[TAG_FIELDS[field]])
             lines[k] = "\t".join(cols)
     return "\n".join(lines) + "\n\n"
 
@@ -510,8 +526,10 @@ def write_conllu(
     sentences: Sequence[Sentence],
     heads: Sequence[Sequence[int]] | None = None,
     rels: Sequence[Sequence[str]] | None = None,
+    tags: Sequence[Mapping[str, Sequence[str]]] | None = None,
 ) -> None:
-    """Write sentences as CoNLL-U, atomically; see ``format_sentence`` for ``heads``/``rels``.
+    """Write sentences as CoNLL-U, atomically; see ``format_sentence`` for ``heads``, ``rels``
+    and ``tags``.
 
     Args:
         path: the output file (replaced as a whole, never left half-written), or ``-`` for
@@ -519,12 +537,17 @@ def write_conllu(
         sentences: the sentences, in output order.
         heads: per sentence, ``n`` heads (1-based, ``0`` for ROOT), or ``None``.
         rels: per sentence, ``n`` labels, or ``None``.
+        tags: per sentence, tag field -> ``n`` tags to write, or ``None``.
     """
-    for name, values in (("heads", heads), ("rels", rels)):
+    for name, values in (("heads", heads), ("rels", rels), ("tags", tags)):
         if values is not None and len(values) != len(sentences):
             raise ValueError(f"{name}: expected {len(sentences)} sentences, got {len(values)}")
+
+    def pick(values: Sequence | None, i: int):
+        return None if values is None else values[i]
+
     text = "".join(
-        format_sentence(s, None if heads is None else heads[i], None if rels is None else rels[i])
+        format_sentence(s, pick(heads, i), pick(rels, i), pick(tags, i))
         for i, s in enumerate(sentences)
     )
     if is_standard_stream(path):

@@ -138,12 +138,14 @@ def write_predictions(
     dataset: ParserDataset,
     heads_by_sentence: Sequence | Mapping[int, object],
     rels_by_sentence: Sequence | Mapping[int, object],
+    tags_by_sentence: Sequence | Mapping[int, Mapping[str, object]] | None = None,
 ) -> None:
-    """Write predicted trees as CoNLL-U in file order, atomically.
+    """Write predicted trees (and tags) as CoNLL-U in file order, atomically.
 
     The output is the dataset's input file with only HEAD and DEPREL of word lines replaced
-    (comments, MWT lines, empty nodes, DEPS and MISC kept), so the CoNLL 2018 evaluator aligns
-    it with the gold file. Sentences dropped at reading (``on_malformed: skip``) are absent.
+    (and the tag columns ``tags_by_sentence`` gives: a tagger's), comments, MWT lines, empty
+    nodes, DEPS and MISC kept, so the CoNLL 2018 evaluator aligns it with the gold file.
+    Sentences dropped at reading (``on_malformed: skip``) are absent.
 
     Args:
         path: the output file.
@@ -153,12 +155,16 @@ def write_predictions(
             are ignored), in ``0..n``.
         rels_by_sentence: the same, relation ids of ``dataset.vocabs.rels`` (or label
             strings).
+        tags_by_sentence: the same, each a mapping of tag fields (``upos``, ``xpos``,
+            ``feats``) to rows of tag ids of the field's vocabulary (ROOT's ignored); ``None``:
+            the input's tags kept.
 
     Raises:
-        ValueError: a sentence is missing, too short, or has a head or relation out of range.
+        ValueError: a sentence is missing, too short, or has a head, relation or tag out of
+            range.
     """
     itos = dataset.vocabs.rels.itos
-    all_heads, all_rels = [], []
+    all_heads, all_rels, all_tags = [], [], []
     for i, sentence in enumerate(dataset.sentences):
         n = len(sentence)
         try:
@@ -181,4 +187,17 @@ def write_predictions(
                 raise ValueError(f"sentence {i} (line {sentence.line}): relation id {r} unknown")
         all_heads.append(heads)
         all_rels.append(labels)
-    write_conllu(path, dataset.sentences, all_heads, all_rels)
+        if tags_by_sentence is not None:
+            columns = {}
+            for field, ids in tags_by_sentence[i].items():
+                row = [int(t) for t in ids[1 : n + 1]]
+                if len(row) != n:
+                    raise ValueError(f"sentence {i} (line {sentence.line}): {field}: need "
+                                     f"{n + 1} positions")  # fmt: skip
+                try:
+                    columns[field] = getattr(dataset.vocabs, field).tokens(row)
+                except IndexError as e:
+                    raise ValueError(f"sentence {i} (line {sentence.line}): {field}: {e}") from None
+            all_tags.append(columns)
+    write_conllu(path, dataset.sentences, all_heads, all_rels,
+                 all_tags if tags_by_sentence is not None else None)  # fmt: skip

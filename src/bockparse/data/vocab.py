@@ -106,6 +106,20 @@ class Vocab:
             return [get(t.lower(), unk) for t in tokens]
         return [get(t, unk) for t in tokens]
 
+    def tokens(self, ids: Iterable[int]) -> list[str]:
+        """The tokens of ``ids`` (inverse of :meth:`lookup` for tokens in the vocabulary).
+
+        Raises:
+            IndexError: an id outside ``0..len - 1``.
+        """
+        itos = self.itos
+        out = []
+        for i in ids:
+            if not 0 <= i < len(itos):
+                raise IndexError(f"id {i} outside the vocabulary's 0..{len(itos) - 1}")
+            out.append(itos[i])
+        return out
+
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, Vocab)

@@ -25,6 +25,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from ..compat import current_name
 from ..rundir import (
     CSV,
     METRICS,
@@ -34,7 +35,6 @@ from ..rundir import (
     LinkRefused,
     RunDir,
     RunFileError,
-    current_name,
     read_yaml,
 )
 from ..rundir import discover as run_folders

@@ -15,7 +15,7 @@ Importing this package imports no torch; :func:`head_classes` imports the heads.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from ..data.batch import Batch
     from ..model.encoder import TransformerEncoder
+    from ..model.tagger import Tagger, TagScores
 
 # Model-file kind -> the head's class (the project's own paths, never read from a file).
 HEADS = {
@@ -41,10 +42,12 @@ class ParserHead(Protocol):
         kind: the head's model-file kind, its key in :data:`HEADS`.
         encoder: the contextualiser's transformer, or ``None``: its parameters form their own
             group (their own learning rate and freeze in ``ParserModule``).
+        tagger: the joint tagger (:class:`~bockparse.model.tagger.Tagger`), or ``None``.
         predict: ``None`` for a head whose scores the run's decoder turns into trees
             (:func:`bockparse.predict.predict_trees`); a head that decodes itself has
-            ``predict(batch) -> (heads, rels)``, int64 ``[B, N]`` each, ``-1`` at ROOT and
-            padding, and takes no decoder (``decoder=null``).
+            ``predict(batch, gold=None) -> (heads, rels, tags)``, int64 ``[B, N]`` each,
+            ``-1`` at ROOT and padding, and the tagger's scores (``None`` without one), and
+            takes no decoder (``decoder=null``).
     """
 
     @property
@@ -53,10 +56,15 @@ class ParserHead(Protocol):
     @property
     def encoder(self) -> TransformerEncoder | None: ...
 
-    predict: Callable[[Batch], tuple[torch.Tensor, torch.Tensor]] | None
+    tagger: Tagger | None
 
-    def __call__(self, batch: Batch) -> Any:
-        """The batch's scores, as the run's loss takes them (``loss(scores, batch)``)."""
+    predict: Callable[..., tuple[torch.Tensor, torch.Tensor, TagScores | None]] | None
+
+    def __call__(self, batch: Batch, gold: Collection[str] | None = None) -> Any:
+        """The batch's scores, as the run's loss takes them (``loss(scores, batch)``), their
+        ``tags`` the tagger's (``None`` without one). ``gold``: the tag inputs read from the
+        batch rather than the tagger's predictions
+        (:meth:`bockparse.heads.common.ContextHead.contextualize`)."""
         ...
 
 

@@ -13,8 +13,9 @@ column 0, the diagonal and padding), and the output is the same in train and eva
 from dropout. The run's decoder turns the scores into trees (``predict`` is ``None``).
 
 Configured by ``conf/model/biaffine.yaml`` (``_partial_``; the contextualiser's settings are its
-``context`` node, ``conf/model/context/``, composed by the transition head too), completed with
-the vocabularies and the encoder::
+``context`` node, ``conf/model/context/``, composed by the transition head too; a joint tagger's
+its ``tagger`` node, ``conf/model/tagger/``, in ``biaffine-tagger.yaml``), completed with the
+vocabularies and the encoder::
 
     encoder = hydra.utils.instantiate(cfg.encoder.model)  # None for encoder=none
     scorer = hydra.utils.instantiate(cfg.model)(vocabs=datamodule.vocabs, encoder=encoder)
@@ -22,7 +23,7 @@ the vocabularies and the encoder::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import torch
@@ -47,9 +48,10 @@ class BiaffineScorer(ContextHead):
         linearization, distance: Stanza's auxiliary scorers (and their terms in the arc
             scores).
         aux_hidden: MLP width of the linearization and distance scorers.
+        tagger: as :class:`~bockparse.heads.common.ContextHead` (``None``: no tagger).
 
     Raises:
-        ValueError: no input is enabled.
+        ValueError: as :class:`~bockparse.heads.common.ContextHead`.
     """
 
     def __init__(
@@ -64,27 +66,30 @@ class BiaffineScorer(ContextHead):
         distance: bool,
         aux_hidden: int,
         biaffine_init_std: float,
+        tagger: Mapping[str, Any] | None = None,
     ):
-        super().__init__(
-            vocabs=vocabs, encoder=encoder, context=context, biaffine_init_std=biaffine_init_std
-        )
+        super().__init__(vocabs=vocabs, encoder=encoder, context=context,
+                         biaffine_init_std=biaffine_init_std, tagger=tagger)  # fmt: skip
         self.arc = self.biaffine(arc_hidden, 1)
         self.rel = self.biaffine(rel_hidden, self.num_rels)
         self.linearization = self.biaffine(aux_hidden, 1) if linearization else None
         self.distance = self.biaffine(aux_hidden, 1) if distance else None
 
-    def forward(self, batch: Batch) -> ParserScores:
-        """Score every arc and relation of a batch.
+    def forward(self, batch: Batch, gold: Collection[str] | None = None) -> ParserScores:
+        """Score every arc and relation of a batch (and its tags, with a tagger).
 
         Args:
             batch: a ``Batch`` (``subwords`` needed when there is an encoder).
+            gold: the tag inputs read from the batch rather than the tagger's predictions
+                (:meth:`~bockparse.heads.common.ContextHead.contextualize`).
 
         Returns:
             ``ParserScores`` with ``arc [B, N, N]`` (auxiliary terms added, detached),
             ``rel [B, N, N, R]``, and ``linearization`` / ``distance`` ``[B, N, N]`` or
-            ``None`` when off; all head-major ``[b, h, d]`` and finite.
+            ``None`` when off; all head-major ``[b, h, d]`` and finite; ``tags`` the tagger's
+            scores (``None`` without one).
         """
-        x = self.context.contextualize(batch)
+        x, tags = self.contextualize(batch, gold)
         arc = self.arc(x).squeeze(-1)  # [B, N, N]
         # Training: every loss reads all pairs, computed here so that the dropout draws keep
         # their order; evaluation: on demand, at the predicted heads alone (ParserScores).
@@ -107,4 +112,5 @@ class BiaffineScorer(ContextHead):
             distance=dist,
             rel_fn=lambda: self.rel(x),  # [B, N, N, R], when a loss reads it in evaluation
             rel_at_fn=lambda heads: self.rel.at(x, heads),  # [B, N, R], for prediction
+            tags=tags,
         )

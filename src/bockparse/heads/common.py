@@ -1,20 +1,23 @@
 """What every parser head shares: :class:`ContextHead`, the constructor part that builds the
-:class:`~bockparse.model.context.Contextualizer` a head scores from, the biaffines on its
-states, and the :class:`~bockparse.heads.ParserHead` members that follow from them."""
+:class:`~bockparse.model.context.Contextualizer` a head scores from and the joint
+:class:`~bockparse.model.tagger.Tagger` (``model.tagger``, optional), the states both read
+(:meth:`ContextHead.contextualize`: the tag inputs from the tagger's predictions), the biaffines
+on the states, and the :class:`~bockparse.heads.ParserHead` members that follow from them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
 from ..data.batch import Batch
-from ..data.vocab import Vocabs
+from ..data.vocab import UNK_INDEX, Vocabs
 from ..model.biaffine import DeepBiaffine
 from ..model.context import Contextualizer
 from ..model.encoder import TransformerEncoder
+from ..model.tagger import Tagger, TagScores
 from . import kind_of
 
 
@@ -34,13 +37,19 @@ class ContextHead(nn.Module):
             classifier).
         biaffine_init_std: initial standard deviation of every biaffine's ``W``; 0 (Stanza's):
             all zero (:class:`~bockparse.model.biaffine.DeepBiaffine`).
+        tagger: the :class:`~bockparse.model.tagger.Tagger`'s arguments
+            (``conf/model/tagger/``; it reads the states, with the head's dropout), or ``None``
+            for no tagger. It must predict every tag column the contextualiser reads.
+
+    Attributes:
+        tagger: the tagger, or ``None``.
 
     Raises:
-        ValueError: no input is enabled.
+        ValueError: no input is enabled; a tag input the tagger does not predict.
     """
 
-    # The ParserHead contract: a head that decodes itself defines predict(batch).
-    predict: Callable[[Batch], tuple[torch.Tensor, torch.Tensor]] | None = None
+    # The ParserHead contract: a head that decodes itself defines predict(batch, gold).
+    predict: Callable[..., tuple[torch.Tensor, torch.Tensor, TagScores | None]] | None = None
 
     def __init__(
         self,
@@ -49,11 +58,23 @@ class ContextHead(nn.Module):
         encoder: TransformerEncoder | None,
         context: Mapping[str, Any],
         biaffine_init_std: float,
+        tagger: Mapping[str, Any] | None = None,
     ):
         super().__init__()
         self.context = Contextualizer(vocabs=vocabs, encoder=encoder, **dict(context))
         self.num_rels = len(vocabs.rels)
         self.biaffine_init_std = biaffine_init_std
+        self.tagger = None
+        if tagger is not None:
+            self.tagger = Tagger(vocabs=vocabs, width=self.width, dropout=self.dropout,
+                                 **dict(tagger))  # fmt: skip
+            unpredicted = [c for c in self.context.tag_columns if c not in self.tagger.columns]
+            if unpredicted:
+                raise ValueError(
+                    f"the model reads {', '.join(c.upper() for c in unpredicted)} but its tagger "
+                    f"does not predict it: set model.tagger.{unpredicted[0]}: true, or "
+                    f"model.context.use_{unpredicted[0]}: false"
+                )
 
     @property
     def kind(self) -> str:
@@ -74,6 +95,56 @@ class ContextHead(nn.Module):
     def dropout(self) -> float:
         """The contextualiser's dropout probability, the head's too."""
         return self.context.dropout.p
+
+    def contextualize(
+        self, batch: Batch, gold: Collection[str] | None = None
+    ) -> tuple[torch.Tensor, TagScores | None]:
+        """The states the head scores from, and the tagger's scores.
+
+        Without a tagger: the contextualiser on the batch, tag inputs (if any) the batch's.
+        With a tagger and no tag inputs: one pass; the tagger reads the same states. With a
+        tagger and tag inputs, the BiLSTM runs twice over the same non-tag inputs (words,
+        characters and the transformer's vectors, computed once, one draw of word dropout):
+
+        1. every word's tag inputs set to ``UNK_INDEX``, the vocabularies' unknown tag, as "no
+           tag" (no training tag maps to it: the tag vocabularies keep every training tag, so
+           no index is added and model files keep theirs; an input tag unseen in training reads
+           the same): states ``[B, N, W]`` -> the tagger's scores ``[B, N, K_c]``;
+        2. the tag inputs from the tagger's best tags (the argmax of pass 1, no gradient), or
+           the batch's for the columns in ``gold``: the states the head scores from.
+
+        Pass 1's states train the tagger alone, pass 2's the parser alone; both passes train
+        the shared inputs and BiLSTM (two dropout draws on the inputs and states).
+
+        Args:
+            batch: the batch.
+            gold: the tag inputs to read from the batch instead of the tagger's predictions
+                (a subset of the contextualiser's ``tag_columns``); ``None``: in training all
+                when ``model.tagger.train_tags`` is ``gold`` and none when ``predicted``, in
+                evaluation none. Without a tagger, the batch's are read.
+
+        Returns:
+            ``(states, tags)``: float ``[B, N, W]`` (as
+            :meth:`~bockparse.model.context.Contextualizer.contextualize`) and the
+            :class:`~bockparse.model.tagger.TagScores`, ``None`` without a tagger.
+        """
+        if self.tagger is None:
+            return self.context.contextualize(batch), None
+        read = self.context.tag_columns
+        if not read:
+            states = self.context.contextualize(batch)
+            return states, self.tagger(states)
+        if gold is None:
+            gold = read if self.training and self.tagger.train_tags == "gold" else ()
+        untagged = self.context.untagged_inputs(batch)
+        words = batch.mask
+        blank = {c: getattr(batch, c).masked_fill(words, UNK_INDEX) for c in read}
+        tags = self.tagger(self.context.contextualize(batch, blank, untagged))  # pass 1
+        best = tags.predicted()
+        inputs = {c: getattr(batch, c) if c in gold else torch.where(words, best[c],
+                                                                      getattr(batch, c))
+                  for c in read}  # fmt: skip
+        return self.context.contextualize(batch, inputs, untagged), tags  # pass 2
 
     def biaffine(self, hidden: int, outputs: int) -> DeepBiaffine:
         """A deep biaffine scorer on the states: MLP width ``hidden``, ``outputs`` scores per

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from ..model.outputs import ParserScores
+from .tagging import tag_loss
 
 
 def at_least_float(x: torch.Tensor) -> torch.Tensor:
@@ -138,13 +139,16 @@ class LossOutput:
     """A loss value and its parts, for the optimiser and the logs.
 
     Attributes:
-        loss: scalar, ``(arc + rel + aux) / words``; the only tensor with a graph.
+        loss: scalar, ``(arc + rel + aux) / words``, plus ``tag`` with a tagger; the only
+            tensor with a graph.
         arc, rel, aux: the summed terms, detached.
         words: number of words in the batch.
         decode_seconds: wall time of loss-augmented inference (0 for local losses).
         counts: integer tallies to log as per-epoch sums (e.g. sentences an oracle skipped).
         oracle: the loss-augmented problem and its maximisers (structured losses with an
             oracle; ``None`` otherwise).
+        tag: the joint tagger's weighted loss (:func:`bockparse.losses.tagging.tag_loss`),
+            detached; ``None`` without a tagger.
     """
 
     loss: torch.Tensor
@@ -155,12 +159,20 @@ class LossOutput:
     decode_seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
     oracle: OracleCall | None = None
+    tag: torch.Tensor | None = None
 
 
 def combine(arc: torch.Tensor, scores: ParserScores, batch, decode_seconds: float = 0.0):
-    """Add the relation and auxiliary terms to ``arc`` and normalise by the word count."""
+    """Add the relation and auxiliary terms to ``arc`` and normalise by the word count; with a
+    tagger (``scores.tags``), add its loss (:func:`bockparse.losses.tagging.tag_loss`)."""
     rel = relation_loss(scores.rel, batch.heads, batch.rels, batch.mask)
     aux = auxiliary_loss(scores, batch.heads, batch.mask)
     words = int(batch.mask.sum())
     loss = (arc + rel + aux) / max(words, 1)
-    return LossOutput(loss, arc.detach(), rel.detach(), aux.detach(), words, decode_seconds)
+    tag = None
+    if scores.tags is not None:
+        tag = tag_loss(scores.tags, batch)
+        loss = loss + tag
+        tag = tag.detach()
+    return LossOutput(loss, arc.detach(), rel.detach(), aux.detach(), words, decode_seconds,
+                      tag=tag)  # fmt: skip

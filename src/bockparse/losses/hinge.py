@@ -130,4 +130,5 @@ class StructuredHinge:
         predicted, seconds, call = pending()
         arc = hinge_per_sentence(logp, predicted, batch.heads, batch.mask, self.margin).sum()
         loss = rest.loss + arc / max(rest.words, 1)
-        return LossOutput(loss, arc.detach(), rest.rel, rest.aux, rest.words, seconds, oracle=call)
+        return LossOutput(loss, arc.detach(), rest.rel, rest.aux, rest.words, seconds, oracle=call,
+                          tag=rest.tag)  # fmt: skip

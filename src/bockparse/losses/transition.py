@@ -7,6 +7,7 @@ decoding chooses from); the relation term is Stanza's, at the gold heads
 (:func:`bockparse.losses.common.relation_loss`), exactly as for the graph-based conditions.
 Both are summed and divided by the number of words scored, Stanza's normalisation
 (``bockparse.losses.common``). Sentences left out as non-projective count in neither term.
+A tagger's loss (:func:`bockparse.losses.tagging.tag_loss`) is added, over every word.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 
 from ..data.batch import Batch
 from .common import LossOutput, relation_loss
+from .tagging import tag_loss
 
 if TYPE_CHECKING:  # the head's output; the head's package need not load with the losses
     from ..heads.transition.parser import TransitionScores
@@ -38,8 +40,14 @@ class TransitionLoss:
         words = int(mask.sum())
         aux = arc.new_zeros(())
         kept = int(scores.kept.sum())
+        loss = (arc + rel) / max(words, 1)
+        tag = None
+        if scores.tags is not None:
+            tag = tag_loss(scores.tags, batch)
+            loss = loss + tag
+            tag = tag.detach()
         return LossOutput(
-            loss=(arc + rel) / max(words, 1),
+            loss=loss,
             arc=arc.detach(),
             rel=rel.detach(),
             aux=aux,
@@ -48,4 +56,5 @@ class TransitionLoss:
                 "oracle_sentences": len(scores.kept),
                 "nonprojective_skipped": len(scores.kept) - kept,
             },
+            tag=tag,
         )

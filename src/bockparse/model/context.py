@@ -4,8 +4,10 @@ Architecture (Qi et al. 2018, Stanza's ``GraphParser``; Dozat & Manning 2017):
 
 - per position, the concatenation of the enabled inputs: word embeddings (with word dropout:
   word ids replaced by ``<unk>`` at random in training), a character BiLSTM whose final states
-  are projected to the word width (:class:`CharacterModel`), UPOS, XPOS and FEATS embeddings,
-  and the :class:`~bockparse.model.encoder.TransformerEncoder` vectors;
+  are projected to the word width (:class:`CharacterModel`), UPOS, XPOS and FEATS embeddings
+  (of the batch's tags, or of the tag ids a caller gives: a joint tagger's,
+  :meth:`bockparse.heads.common.ContextHead.contextualize`), and the
+  :class:`~bockparse.model.encoder.TransformerEncoder` vectors;
 - dropout, then a multi-layer BiLSTM over ROOT and the words (padding never reaches a real
   position: :func:`bockparse.model.lstm.bilstm`, packed semantics with fused kernels), then
   dropout.
@@ -16,13 +18,20 @@ configured by their ``model.context`` node (``conf/model/context/``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 from torch import nn
 
 from ..data.batch import Batch
+from ..data.conllu import TAG_FIELDS
 from ..data.vocab import PAD_INDEX, UNK_INDEX, Vocabs
 from .encoder import TransformerEncoder
 from .lstm import bilstm
+
+# The inputs other than the tags (Contextualizer.untagged_inputs): the parts before the tag
+# embeddings and after them, float [B, N, *] each.
+Untagged = tuple[list[torch.Tensor], list[torch.Tensor]]
 
 
 class CharacterModel(nn.Module):
@@ -179,8 +188,49 @@ class Contextualizer(nn.Module):
         )
         self.width = 2 * lstm_hidden
 
-    def inputs(self, batch: Batch) -> torch.Tensor:
+    def untagged_inputs(self, batch: Batch) -> Untagged:
+        """The inputs other than the tags, of every position: the parts before the tag
+        embeddings (word embeddings, character vectors) and after them (the transformer's), in
+        the order :meth:`inputs` concatenates them; computed once when the BiLSTM runs twice
+        (:meth:`bockparse.heads.common.ContextHead.contextualize`).
+
+        Returns:
+            ``(before, after)``, lists of float ``[B, N, *]``.
+
+        Raises:
+            ValueError: the scorer has an encoder but the batch has no ``subwords``.
+        """
+        before, after = [], []
+        if self.word_embedding is not None:
+            words = batch.words
+            if self.training and self.word_dropout > 0:
+                dropped = torch.rand(words.shape, device=words.device) < self.word_dropout
+                words = words.masked_fill(dropped & batch.mask, UNK_INDEX)
+            before.append(self.word_embedding(words))
+        if self.char_model is not None:
+            before.append(self.char_model(batch.chars))
+        if self.encoder is not None:
+            if batch.subwords is None:
+                raise ValueError(
+                    "the scorer has a transformer encoder but the batch has no subwords: give "
+                    "the data module the encoder's tokenizer"
+                )
+            after.append(self.encoder(batch.subwords))
+        return before, after
+
+    def inputs(
+        self,
+        batch: Batch,
+        tags: Mapping[str, torch.Tensor] | None = None,
+        untagged: Untagged | None = None,
+    ) -> torch.Tensor:
         """The concatenated input vectors of every position.
+
+        Args:
+            batch: the batch.
+            tags: the tag ids to embed, column -> int64 ``[B, N]`` for every column in
+                :attr:`tag_columns`; ``None``: the batch's (``upos``, ``xpos``, ``feats``).
+            untagged: :meth:`untagged_inputs` of the batch, if computed already.
 
         Returns:
             float ``[B, N, D]`` (before input dropout).
@@ -188,38 +238,38 @@ class Contextualizer(nn.Module):
         Raises:
             ValueError: the scorer has an encoder but the batch has no ``subwords``.
         """
-        parts = []
-        if self.word_embedding is not None:
-            words = batch.words
-            if self.training and self.word_dropout > 0:
-                dropped = torch.rand(words.shape, device=words.device) < self.word_dropout
-                words = words.masked_fill(dropped & batch.mask, UNK_INDEX)
-            parts.append(self.word_embedding(words))
-        if self.char_model is not None:
-            parts.append(self.char_model(batch.chars))
-        for table, ids in (
-            (self.upos_embedding, batch.upos),
-            (self.xpos_embedding, batch.xpos),
-            (self.feats_embedding, batch.feats),
-        ):
-            if table is not None:
-                parts.append(table(ids))
-        if self.encoder is not None:
-            if batch.subwords is None:
-                raise ValueError(
-                    "the scorer has a transformer encoder but the batch has no subwords: give "
-                    "the data module the encoder's tokenizer"
-                )
-            parts.append(self.encoder(batch.subwords))
-        return torch.cat(parts, dim=-1)
+        before, after = self.untagged_inputs(batch) if untagged is None else untagged
+        embedded = [
+            table(getattr(batch, column) if tags is None else tags[column])
+            for column, table in self.tag_tables()
+        ]
+        return torch.cat([*before, *embedded, *after], dim=-1)
 
-    def contextualize(self, batch: Batch) -> torch.Tensor:
+    def tag_tables(self) -> list[tuple[str, nn.Embedding]]:
+        """``(column, embedding)`` of each tag input read, in input order."""
+        tables = (self.upos_embedding, self.xpos_embedding, self.feats_embedding)
+        return [(c, t) for c, t in zip(TAG_FIELDS, tables, strict=True) if t is not None]
+
+    @property
+    def tag_columns(self) -> tuple[str, ...]:
+        """The tag inputs read (``upos``, ``xpos``, ``feats``, in that order); empty without."""
+        return tuple(c for c, _ in self.tag_tables())
+
+    def contextualize(
+        self,
+        batch: Batch,
+        tags: Mapping[str, torch.Tensor] | None = None,
+        untagged: Untagged | None = None,
+    ) -> torch.Tensor:
         """BiLSTM states of ROOT and the words.
+
+        Args:
+            batch, tags, untagged: as :meth:`inputs`.
 
         Returns:
             float ``[B, N, 2 * lstm_hidden]``, zero at padding (after output dropout).
         """
-        x = self.dropout(self.inputs(batch))  # [B, N, D]
+        x = self.dropout(self.inputs(batch, tags, untagged))  # [B, N, D]
         out, _ = bilstm(self.lstm, x, batch.lengths + 1)  # [B, N, 2 * lstm_hidden]
         positions = torch.arange(x.shape[1], device=x.device)
         padding = positions[None, :] > batch.lengths[:, None]  # [B, N]: after the last word

@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+from .tagger import TagScores
+
 
 class ParserScores:
     """Scorer output for a batch, head-major as everywhere in bockparse.
@@ -31,6 +33,8 @@ class ParserScores:
         rel_fn: ``() -> rel``, called once when :attr:`rel` is first read.
         rel_at_fn: ``heads [B, N] -> float [B, N, R]``, the relation scores on the arcs
             ``heads[b, d] -> d`` alone; ``None``: taken from :attr:`rel`.
+        tags: the joint tagger's scores (:class:`~bockparse.model.tagger.TagScores`), or
+            ``None`` for a scorer without a tagger.
     """
 
     def __init__(
@@ -42,12 +46,14 @@ class ParserScores:
         *,
         rel_fn: Callable[[], torch.Tensor] | None = None,
         rel_at_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        tags: TagScores | None = None,
     ) -> None:
         if rel is None and rel_fn is None:
             raise ValueError("ParserScores needs rel or rel_fn")
         self.arc = arc
         self.linearization = linearization
         self.distance = distance
+        self.tags = tags
         self._rel = rel
         self._rel_fn = rel_fn
         self._rel_at_fn = rel_at_fn

@@ -12,6 +12,12 @@ for), each word's relation the best one at its predicted head, batches of at mos
 several encoder windows (:mod:`bockparse.data.subwords`), never truncated. Evaluation counts
 with :func:`bockparse.metrics.batch_counts`, so a run's test file gives its ``metrics.json``
 scores exactly.
+
+A model with a joint tagger (``model.tagger``: ``model=biaffine-tagger``,
+``biaffine-notags-tagger``) parses words alone: the tag inputs it reads come from its tagger
+wherever the input lacks them, or always with ``tags="predicted"``
+(:func:`.inputs.input_tags`); its tags are written into the output's UPOS, XPOS and FEATS only
+when asked (``write_tags``; pre-tokenized sentences get them in the columns they lack).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -40,9 +47,12 @@ from .inputs import (
     LONG_SENTENCE_WORDS,
     batches,
     check_tags,
+    input_tags,
+    missing_tags,
     parsed,
     read_sentences,
     report_unknown,
+    tagger_fields,
     warn_long,
 )
 from .settings import RunSettings, checked_settings, run_settings
@@ -186,21 +196,28 @@ class Parser:
 
     # -- input ------------------------------------------------------------------------------
 
+    @property
+    def tag_fields(self) -> list[str]:
+        """The tag fields (``upos``, ``xpos``, ``feats``) the model's joint tagger predicts;
+        empty without a tagger."""
+        return tagger_fields(self.settings)
+
     def sentences(self, data: str | os.PathLike | Sequence[Any]) -> list[Sentence]:
         """The sentences of an input: a CoNLL-U file (HEAD and DEPREL ignored), ``Sentence``
         objects, or pre-tokenized sentences (lists of words, or dicts with ``forms`` and
         optionally ``upos``, ``xpos``, ``feats``); a warning when some are longer than
-        :attr:`long_sentence_words`, and when more than 5 % of a tag input the model reads is
-        outside its vocabulary (:func:`.inputs.report_unknown`).
+        :attr:`long_sentence_words`, and when more than 5 % of a tag input the model reads
+        from the input is outside its vocabulary (:func:`.inputs.report_unknown`).
 
         Raises:
             DataError: a malformed file (``FILE:LINE: reason``) or sentence, or a tag input the
-                model uses and the input lacks.
+                model uses, the input lacks and no tagger of the model predicts.
         """
         sentences, source = read_sentences(data)
         check_tags(sentences, self.settings, self.vocabs, source)
         warn_long(sentences, self.long_sentence_words, source)
-        report_unknown(sentences, self.settings, self.vocabs, source, gold=False)
+        read = input_tags(sentences, self.settings, self.vocabs, "auto")
+        report_unknown(sentences, self.settings, self.vocabs, source, gold=False, read=read)
         return sentences
 
     def batches(
@@ -238,18 +255,31 @@ class Parser:
         return decoder
 
     def predict_batch(
-        self, batch: Batch, decoder: str | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Labelled single-root trees of a batch (:func:`bockparse.predict.predict_trees`).
+        self, batch: Batch, decoder: str | None = None, gold: Sequence[str] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor] | None]:
+        """Labelled single-root trees of a batch (:func:`bockparse.predict.predict_trees`), and
+        its tags for a model with a tagger.
+
+        Args:
+            batch: the batch.
+            decoder: as :meth:`predict`.
+            gold: for a model with a tagger, the tag inputs read from the batch rather than
+                the tagger's predictions (:func:`.inputs.input_tags`); ``None``: none.
 
         Returns:
-            ``(heads, rels)``, int64 ``[B, N]``, ``-1`` at ROOT and padding.
+            ``(heads, rels, tags)``: int64 ``[B, N]`` each, ``-1`` at ROOT and padding, and the
+            tagger's best tags (tag field -> int64 ``[B, N]`` ids of the field's vocabulary,
+            any value at ROOT and padding), ``None`` without a tagger.
         """
         name = self._decoder_name(decoder)
         with torch.inference_mode(), self.autocast():
             if name is None:
-                return self.scorer.predict(batch)
-            return predict_trees(self.scorer(batch), batch.lengths, name)
+                heads, rels, tags = self.scorer.predict(batch, gold)
+            else:
+                scores = self.scorer(batch, gold)
+                heads, rels = predict_trees(scores, batch.lengths, name)
+                tags = scores.tags
+        return heads, rels, None if tags is None else tags.predicted()
 
     def _trees(
         self,
@@ -258,15 +288,26 @@ class Parser:
         batch_size: int | None,
         progress: Progress | None,
         exclude_punct: str | None = None,
-    ) -> Iterator[tuple[Batch, torch.Tensor, torch.Tensor]]:
+        gold: Sequence[str] | None = None,
+    ) -> Iterator[tuple[Batch, torch.Tensor, torch.Tensor, dict[str, torch.Tensor] | None]]:
         name = self._decoder_name(decoder)
         done = 0
         for batch in self.batches(sentences, batch_size, exclude_punct=exclude_punct):
-            heads, rels = self.predict_batch(batch, name)
-            yield batch, heads, rels
+            heads, rels, tags = self.predict_batch(batch, name, gold)
+            yield batch, heads, rels, tags
             done += len(batch)
             if progress is not None:
                 progress(done, len(sentences))
+
+    def _tag_values(
+        self, batch: Batch, tags: dict[str, torch.Tensor] | None, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, list[str]]]]:
+        """Each sentence of a batch with the tagger's tags of ``fields`` (a subset of
+        :attr:`tag_fields`; none: empty mappings), as strings."""
+        padded = [tags[f].cpu().numpy() for f in fields] if fields else []
+        for sid, *rows in sentence_rows(batch, *padded):
+            yield sid, {f: getattr(self.vocabs, f).tokens(row[1:].tolist())
+                        for f, row in zip(fields, rows, strict=True)}  # fmt: skip
 
     def predict(
         self,
@@ -275,44 +316,69 @@ class Parser:
         batch_size: int | None = None,
         *,
         progress: bool | Progress | None = None,
+        tags: str = "auto",
+        write_tags: bool | None = None,
     ) -> list[Sentence]:
-        """Parse sentences.
+        """Parse sentences (and tag them, with a model that has a tagger).
 
         Args:
             data: a CoNLL-U file (HEAD and DEPREL may be ``_``; filled ones are ignored), a list
                 of ``Sentence``, or pre-tokenized sentences: lists of words
                 (``[["I", "saw", "it", "."]]``), or dicts with ``forms`` and optionally
-                ``upos``, ``xpos``, ``feats``. Words alone suffice for a model that reads no
-                tags (``model/context=notags``); a model that reads UPOS, XPOS or FEATS needs
-                them. Raw text is no input here: :mod:`bockparse.rawtext` splits it into
-                sentences and words with spaCy (``bockparse-predict MODEL --text TEXT``).
+                ``upos``, ``xpos``, ``feats``. Words alone suffice for a model with a tagger
+                (``model=biaffine-tagger``) or without tag inputs (``model/context=notags``);
+                a model that reads UPOS, XPOS or FEATS without a tagger needs them. Raw text is
+                no input here: :mod:`bockparse.rawtext` splits it into sentences and words with
+                spaCy (``bockparse-predict MODEL --text TEXT``).
             decoder: a registry decoder name; ``None`` for the run's.
             batch_size: words per batch; ``None`` for the run's.
             progress: a callable called after each batch with the sentences done and the
                 total; ``True`` for a progress bar on standard error, ``False`` for none;
                 ``None``: a bar when standard error is a terminal and parsing takes more than
                 :data:`PROGRESS_DELAY` seconds (:func:`progress_report`).
+            tags: for a model with a tagger, where the tag inputs it reads come from:
+                ``"auto"``, the input's columns where it has them and the tagger's where it
+                lacks them; ``"predicted"``, the tagger's always (as its run was evaluated).
+            write_tags: write the tagger's tags into the sentences' UPOS, XPOS and FEATS (the
+                columns it predicts): ``True``, every one; ``False``, none (the input's kept
+                byte for byte); ``None``, the columns pre-tokenized sentences lack (``_`` on
+                every word: bockparse's placeholders), none of a file's or of ``Sentence``
+                objects. Without a tagger, nothing is written.
 
         Returns:
             The sentences in input order, each a copy with ``heads`` (1-based, 0 for ROOT,
-            exactly one word on ROOT) and ``rels`` filled, and the same in its ``lines``: write
-            them with :func:`bockparse.data.write_conllu` to get the input file with only HEAD
-            and DEPREL replaced (comments, multiword tokens, empty nodes kept byte for byte).
+            exactly one word on ROOT) and ``rels`` filled (and the tags written, above), and
+            the same in its ``lines``: write them with :func:`bockparse.data.write_conllu` to
+            get the input file with only HEAD and DEPREL replaced (and the tags written;
+            comments, multiword tokens, empty nodes kept byte for byte).
 
         Raises:
             DataError: as :meth:`sentences`; a string that names no file (raw text is parsed
                 through spaCy, above).
-            ValueError: an unknown decoder name.
+            ValueError: an unknown decoder name or ``tags``, or ``tags="predicted"`` for a
+                model without a tagger.
         """
+        pretokenized = not isinstance(data, str | os.PathLike) and any(
+            not isinstance(s, Sentence) for s in data
+        )
         sentences = self.sentences(data)
+        gold = input_tags(sentences, self.settings, self.vocabs, tags)
+        if write_tags is None:
+            absent = missing_tags(sentences, self.tag_fields, self.vocabs)
+            written = [f for f in self.tag_fields if pretokenized and f in absent]
+        else:
+            written = self.tag_fields if write_tags else []
         out: list[Sentence | None] = [None] * len(sentences)
         itos = self.relations
         with progress_report(progress, len(sentences)) as report:
-            for batch, heads, rels in self._trees(sentences, decoder, batch_size, report):
+            for batch, heads, rels, predicted in self._trees(
+                sentences, decoder, batch_size, report, gold=gold
+            ):
+                values = dict(self._tag_values(batch, predicted, written))
                 rows = sentence_rows(batch, heads.cpu().numpy(), rels.cpu().numpy())
                 for sid, head_row, rel_row in rows:
                     labels = [itos[r] for r in rel_row[1:].tolist()]
-                    out[sid] = parsed(sentences[sid], head_row[1:].tolist(), labels)
+                    out[sid] = parsed(sentences[sid], head_row[1:].tolist(), labels, values[sid])
         return out
 
     def evaluate(
@@ -321,6 +387,8 @@ class Parser:
         decoder: str | None = None,
         exclude_punct: str | None = None,
         batch_size: int | None = None,
+        *,
+        tags: str | None = None,
     ) -> dict[str, Any]:
         """UAS, LAS and LCM on a gold CoNLL-U file, with the training conventions, and the
         tag accuracies UPOS, XPOS, UFeats and AllTags of the CoNLL 2018 evaluator.
@@ -329,13 +397,18 @@ class Parser:
         :data:`bockparse.metrics.PUNCT_EXCLUSIONS`, ROOT excluded, LAS on base relations,
         counts by :func:`bockparse.metrics.batch_counts`: on a run's test file, with the run's
         decoder, batch size and exclusion, the scores of its ``metrics.json``. A warning when
-        more than 5 % of the gold relations or of a tag input the model reads is outside its
-        vocabularies (a model of another treebank; :func:`.inputs.report_unknown`).
+        more than 5 % of the gold relations or of a tag input the model reads from the file is
+        outside its vocabularies (a model of another treebank; :func:`.inputs.report_unknown`).
 
         The tag scores (:func:`bockparse.metrics.tag_counts`, over the same words) compare the
-        tags the parser read with the gold file's. A parser predicts no tags (there is no
-        tagger yet): it reads the gold file's own tags, so these are 100 %; they say which
-        tags the attachment scores were computed with, not how well any tagger did.
+        tags the parser used with the gold file's: its tagger's (a model with one, with the
+        default ``tags``: its run's scores), else the gold file's own, read as they are (then
+        100 %: they say which tags the attachment scores were computed with, not how well any
+        tagger did).
+
+        Args:
+            tags: as :meth:`predict`; ``None``: ``"predicted"`` for a model with a tagger (as
+                its run was evaluated), ``"auto"`` (the file's tags) otherwise.
 
         Returns:
             ``{"uas", "las", "lcm", "upos", "xpos", "ufeats", "alltags"}`` in percent and the
@@ -344,14 +417,23 @@ class Parser:
 
         Raises:
             DataError: a malformed gold file (``FILE:LINE: reason``).
-            ValueError: an unknown decoder or exclusion.
+            ValueError: an unknown decoder, exclusion or ``tags``.
         """
         gold = read_conllu(path, single_root=False, on_malformed="error", skip_option=None)
-        check_tags(gold, self.settings, self.vocabs, source_name(path))
-        report_unknown(gold, self.settings, self.vocabs, source_name(path), gold=True)
+        source = source_name(path)
+        check_tags(gold, self.settings, self.vocabs, source)
+        if tags is None:
+            tags = "predicted" if self.tag_fields else "auto"
+        given = input_tags(gold, self.settings, self.vocabs, tags)
+        report_unknown(gold, self.settings, self.vocabs, source, gold=True, read=given)
+        predicted = [f for f in self.tag_fields if f not in (given or ())]  # the tagger's used
         total = torch.zeros(len(COUNTS), dtype=torch.long)
         base_of = self._base_of.to(self.device)
         exclude = exclude_punct is not None
-        for batch, heads, rels in self._trees(gold, decoder, batch_size, None, exclude_punct):
+        used = list(gold)  # each sentence with the tags the parser used
+        for batch, heads, rels, tags in self._trees(gold, decoder, batch_size, None,
+                                                    exclude_punct, given):  # fmt: skip
             total += batch_counts(heads, rels, batch, base_of, exclude).cpu()
-        return scores(total, tag_counts(gold, gold, exclude_punct))
+            for sid, values in self._tag_values(batch, tags, predicted):
+                used[sid] = replace(gold[sid], **values)
+        return scores(total, tag_counts(gold, used, exclude_punct))

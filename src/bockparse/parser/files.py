@@ -22,10 +22,9 @@ data (no resolver runs, nothing from the environment is read).
 
 A model file holds the scorer's weights (no optimiser state), and one JSON string with the
 vocabularies, the settings (the model spec among them) and the run's metadata; the
-transformer's configuration and tokenizer files travel as byte tensors. Version 1 files (whose
-settings held the Hydra nodes) are read through the same closed lookup; version 1 and 2 files
-(and run folders written before ``model.context``) through
-:func:`bockparse.modelfile.nested_params` and :func:`~bockparse.modelfile.current_state`.
+transformer's configuration and tokenizer files travel as byte tensors. Files of versions 1
+and 2, and the weights of runs saved before ``model.context``, are read in the current layout
+(:func:`bockparse.compat.model_file_settings`, :func:`~bockparse.compat.current_state`).
 """
 
 from __future__ import annotations
@@ -35,13 +34,14 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
-from .. import rundir
+from .. import compat, rundir
 from ..data.conllu import DataError
 from ..data.subwords import WordPieces
 from ..data.vocab import Vocabs
@@ -58,7 +58,7 @@ from ..modelfile import (
 from .settings import RunSettings, checked_settings, run_settings
 
 FORMAT = "bockparse-model"
-FORMAT_VERSION = 3  # 3: the spec's params.context; 2: the spec flat; 1: Hydra nodes (all read)
+FORMAT_VERSION = 3  # 3: the spec's params.context (1 and 2 read: bockparse.compat)
 CONTENT_KEYS = frozenset({"format", "version", "config", "state_dict", "encoder_files"})
 # The transformer files a model file may carry: its configuration and the tokenizer files
 # transformers writes (weights travel in state_dict); no code, nothing else.
@@ -81,27 +81,141 @@ class Loaded(NamedTuple):
 
 
 def load(path: str | os.PathLike) -> Loaded:
-    """Load a run folder, one of its checkpoints, or an exported model file (module doc).
+    """Load a run folder, one of its checkpoints, or an exported model file (module doc): read
+    as data (:class:`Stored`), then its vocabularies, its tokenizer (probed: it must tokenize
+    :data:`PROBE_WORDS`) and the scorer its settings describe with the weights of its file
+    (:func:`bockparse.modelfile.build_checked`; weights of an earlier layout read by
+    :func:`bockparse.compat.current_state`).
 
     Raises:
         ModelError: the path is none of these, or the file is refused.
         DataError: the saved vocabularies are unusable.
     """
-    path = Path(path)
+    stored = _read(Path(path))
+    source, settings = stored.path, stored.settings
     try:
-        if path.is_dir():
-            run = rundir.RunDir(path)
-            return _load_checkpoint(run.best, run)
-        content = load_tensors(path)
-        if content.get("format") == FORMAT:
-            return _load_exported(path, content)
-        if "state_dict" in content:
-            return _load_checkpoint(path, rundir.RunDir(rundir.run_dir_of(path)), content)
+        vocabs = Vocabs.from_dict(stored.vocabs)
+    except DataError as e:
+        raise ModelError(f"{source}: {e}") from None
+    wordpieces = transformer = None
+    if stored.encoder is not None:
+        tokenizer, transformer = stored.encoder()
+        try:  # its settings come from a file: a value transformers accepts at loading may
+            wordpieces = WordPieces(tokenizer, settings.model["encoder"]["max_length"])
+            wordpieces.pieces(PROBE_WORDS)  # break tokenization only later
+        except Exception as e:  # transformers fails on odd settings in many ways
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise ModelError(f"{source}: the tokenizer cannot tokenize ({type(e).__name__}: "
+                             f"{first[:200]})") from None  # fmt: skip
+    state = compat.current_state(settings.model["kind"], stored.state)
+    scorer = build_checked(settings.model, vocabs, transformer, state, str(source))
+    return Loaded(scorer, vocabs, wordpieces, settings, stored.metadata)
+
+
+# Words a loaded tokenizer must turn into pieces before it is used (cased, accented, digits,
+# punctuation, a CJK character).
+PROBE_WORDS = ["Probe", "naïve", "1,000", "--", "中"]
+
+
+class Stored(NamedTuple):
+    """A model as a run's checkpoint or a model file holds it, read as data (nothing built).
+
+    Attributes:
+        path: the file of the weights (named in messages).
+        settings: the run's settings, checked (the spec validated).
+        vocabs: the training vocabularies (:meth:`Vocabs.to_dict`'s form).
+        state: the scorer's weights as the file holds them.
+        encoder: makes the transformer's tokenizer and its skeleton's builder (from the encoder
+            the run's config names, offline, or from the model file's encoder files); ``None``
+            without a transformer.
+        metadata: the run's metadata.
+    """
+
+    path: Path
+    settings: RunSettings
+    vocabs: Any
+    state: Any
+    encoder: Callable[[], tuple[Any, Callable[[], nn.Module]]] | None
+    metadata: dict[str, Any]
+
+
+def _read(path: Path) -> Stored:
+    """A run folder (its ``best.ckpt``), one of its checkpoints, or a model file
+    (:func:`_model_file`), read as data.
+
+    A run's files are read through :class:`bockparse.rundir.RunDir` (never through a link):
+    its settings (its precision the one it used: :attr:`bockparse.rundir.RunDir.precision`)
+    and scores; the checkpoint (:func:`bockparse.modelfile.load_tensors`) holds the
+    vocabularies (the data module's state) and the scorer's weights (the module's
+    ``scorer.*``).
+    """
+    try:
+        content = None if path.is_dir() else load_tensors(path)
+        exported = content is not None and content.get("format") == FORMAT
+        if not (content is None or exported or "state_dict" in content):
+            raise ModelError(f"{path}: neither a bockparse model file nor a Lightning checkpoint")
+        # The run of a folder or of a checkpoint (one outside a run folder is refused).
+        folder = path if content is None or exported else rundir.run_dir_of(path)
+        if exported:
+            return _model_file(path, content)
+        run = rundir.RunDir(folder)
+        config = run.path / rundir.CONFIG
+        settings = run_settings(run.config(), str(config))
+        if settings.precision == AUTO:
+            precision = run.precision
+            if precision not in (AUTO, *AUTOCAST_DTYPES, "32-true", "32"):
+                raise ModelError(f"{run.path}: unknown precision {repr(precision)[:60]} recorded")
+            settings = replace(settings, precision=precision)
+        metrics = run.metrics()
+        if content is None:
+            path = run.best
+            content = load_tensors(path)
     except rundir.LinkRefused as e:
         raise UnsafeFileError(str(e)) from None
     except (rundir.RunFileError, FileNotFoundError) as e:  # (no saved config)
         raise ModelError(str(e)) from None
-    raise ModelError(f"{path}: neither a bockparse model file nor a Lightning checkpoint")
+    vocabs = next((value["vocabs"] for value in content.values() if isinstance(value, dict)
+                   and isinstance(value.get("vocabs"), dict)), None)  # fmt: skip
+    if vocabs is None:
+        raise ModelError(f"{path}: the checkpoint carries no vocabularies (not a bockparse run?)")
+    module = check_tensors(content["state_dict"], f"{path}: state_dict")
+    state = {k.removeprefix("scorer."): v for k, v in module.items() if k.startswith("scorer.")}
+    if not state:
+        raise ModelError(f"{path}: the checkpoint holds no scorer weights")
+    metadata = {
+        "condition": settings.condition,
+        "decoder": settings.decoder,
+        "seed": settings.seed,
+        "experiment": settings.experiment,
+        "checkpoint": path.name,
+        "step": content.get("global_step"),
+        **({} if metrics is None else {"metrics": metrics}),
+    }
+    encoder = settings.model["encoder"]
+    encoder = encoder and partial(_named_encoder, config, encoder)
+    return Stored(path, settings, vocabs, state, encoder, metadata)
+
+
+def _named_encoder(config: Path, encoder: Mapping[str, Any]) -> tuple[Any, Callable[[], nn.Module]]:
+    """The tokenizer a run's config (``config``) names for its ``encoder`` spec, offline, and
+    the transformer skeleton's builder (:func:`bockparse.modelfile.build_transformer`)."""
+    from transformers import AutoTokenizer
+
+    from ..untrusted import pretrained
+
+    try:
+        tokenizer = pretrained(AutoTokenizer, encoder["tokenizer"], True)
+    except OSError as e:  # the encoder the run's config names is not here
+        raise ModelError(f"{config}: {e}") from None
+    return tokenizer, lambda: build_transformer(encoder)
+
+
+def _embedded_encoder(path: Path, files: Any) -> tuple[Any, Callable[[], nn.Module]]:
+    """The tokenizer and the transformer skeleton's builder of a model file's encoder
+    ``files``, written to a temporary folder and read from there."""
+    with tempfile.TemporaryDirectory(prefix="bockparse-encoder-") as tmp:
+        _files_from_tensors(path, files, Path(tmp))
+        return _encoder_from_files(path, Path(tmp))
 
 
 def _files_from_tensors(path: Path, files: Any, folder: Path) -> None:
@@ -155,99 +269,9 @@ def _encoder_from_files(path: Path, folder: Path) -> tuple[Any, Callable[[], nn.
     return tokenizer, lambda: without_pooler(AutoModel.from_config(config))
 
 
-# Words a loaded tokenizer must turn into pieces before it is used (cased, accented, digits,
-# punctuation, a CJK character).
-PROBE_WORDS = ["Probe", "naïve", "1,000", "--", "中"]
-
-
-def _wordpieces(path: Path, tokenizer: Any, max_length: int) -> WordPieces:
-    """The wordpieces of a tokenizer read from ``path``, after it tokenized
-    :data:`PROBE_WORDS` (its settings come from a file: a value transformers accepts at loading
-    may break tokenization only later)."""
-    try:
-        wordpieces = WordPieces(tokenizer, max_length)
-        wordpieces.pieces(PROBE_WORDS)
-    except Exception as e:  # transformers fails on odd settings in many ways
-        first = str(e).splitlines()[0] if str(e) else ""
-        raise ModelError(f"{path}: the tokenizer cannot tokenize ({type(e).__name__}: "
-                         f"{first[:200]})") from None  # fmt: skip
-    return wordpieces
-
-
-def _vocabs(path: Path, state: Any) -> Vocabs:
-    """``Vocabs.from_dict`` naming the file on a malformed vocabulary."""
-    try:
-        return Vocabs.from_dict(state)
-    except DataError as e:
-        raise ModelError(f"{path}: {e}") from None
-
-
-def _vocabs_of_checkpoint(path: Path, checkpoint: Mapping[str, Any]) -> Vocabs:
-    """The vocabularies a Lightning checkpoint carries (the data module's state)."""
-    for value in checkpoint.values():
-        if isinstance(value, dict) and isinstance(value.get("vocabs"), dict):
-            return _vocabs(path, value["vocabs"])
-    raise ModelError(f"{path}: the checkpoint carries no vocabularies (not a bockparse run?)")
-
-
-def _scorer_state(path: Path, state_dict: Any) -> dict[str, torch.Tensor]:
-    """The scorer's weights from a LightningModule state dict (keys ``scorer.*``)."""
-    state_dict = check_tensors(state_dict, f"{path}: state_dict")
-    prefix = "scorer."
-    state = {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
-    if not state:
-        raise ModelError(f"{path}: the checkpoint holds no scorer weights")
-    return state
-
-
-def _load_checkpoint(
-    path: Path, run: rundir.RunDir, content: dict[str, Any] | None = None
-) -> Loaded:
-    """A run's checkpoint, with the run's settings (its precision the one it used:
-    :attr:`bockparse.rundir.RunDir.precision`), vocabularies and metadata."""
-    from ..model.encoder import load_encoder_tokenizer
-
-    config = run.path / rundir.CONFIG
-    settings = run_settings(run.config(), str(config))
-    if content is None:
-        content = load_tensors(path)
-    if settings.precision == AUTO:
-        precision = run.precision
-        if precision not in (AUTO, *AUTOCAST_DTYPES, "32-true", "32"):
-            raise ModelError(f"{run.path}: unknown precision {repr(precision)[:60]} recorded")
-        settings = replace(settings, precision=precision)
-    vocabs = _vocabs_of_checkpoint(path, content)
-    wordpieces = None
-    encoder = settings.model["encoder"]
-    if encoder is not None:
-        try:
-            tokenizer = load_encoder_tokenizer(encoder["tokenizer"], local_files_only=True)
-        except OSError as e:  # the encoder the run's config names is not here
-            raise ModelError(f"{config}: {e}") from None
-        wordpieces = _wordpieces(path, tokenizer, encoder["max_length"])
-    metadata = {
-        "condition": settings.condition,
-        "decoder": settings.decoder,
-        "seed": settings.seed,
-        "experiment": settings.experiment,
-        "checkpoint": path.name,
-        "step": content.get("global_step"),
-    }
-    metrics = run.metrics()
-    if metrics is not None:
-        metadata["metrics"] = metrics
-    scorer = build_checked(
-        settings.model,
-        vocabs,
-        None if encoder is None else lambda: build_transformer(encoder),
-        _scorer_state(path, content["state_dict"]),
-        str(path),
-    )
-    return Loaded(scorer, vocabs, wordpieces, settings, metadata)
-
-
-def _load_exported(path: Path, content: dict[str, Any]) -> Loaded:
-    """A model file of :func:`save` (format version 1, 2 or 3)."""
+def _model_file(path: Path, content: dict[str, Any]) -> Stored:
+    """A model file of :func:`save` (format version 1, 2 or 3: earlier ones read in the current
+    layout by :func:`bockparse.compat.model_file_settings`), its settings checked."""
     version = content.get("version")
     if version not in range(1, FORMAT_VERSION + 1) or isinstance(version, bool):
         raise ModelError(
@@ -271,28 +295,17 @@ def _load_exported(path: Path, content: dict[str, Any]) -> Loaded:
     values, metadata = meta["settings"], meta["metadata"]
     if not isinstance(values, dict) or not isinstance(metadata, dict):
         raise ModelError(f"{path}: damaged model file (settings or metadata not a mapping)")
-    values = dict(values)
-    if version == 1:  # the Hydra nodes, through the same closed lookup
-        encoder = values.pop("encoder", None)
-        values["model"] = spec_from_config(values.get("model"), encoder, str(path))
+    values = compat.model_file_settings(values, version, str(path), spec_from_config)
     settings = checked_settings(values, str(path))
-    vocabs = _vocabs(path, meta["vocabs"])
     if "state_dict" not in content:
         raise ModelError(f"{path}: damaged model file (no weights)")
-    wordpieces = None
-    transformer = None
-    encoder = settings.model["encoder"]
-    if encoder is not None:
+    encoder = None
+    if settings.model["encoder"] is not None:
         if "encoder_files" not in content:
-            raise ModelError(
-                f"{path}: the model has an encoder but the file carries no encoder files"
-            )
-        with tempfile.TemporaryDirectory(prefix="bockparse-encoder-") as tmp:
-            _files_from_tensors(path, content["encoder_files"], Path(tmp))
-            tokenizer, transformer = _encoder_from_files(path, Path(tmp))
-        wordpieces = _wordpieces(path, tokenizer, encoder["max_length"])
-    scorer = build_checked(settings.model, vocabs, transformer, content["state_dict"], str(path))
-    return Loaded(scorer, vocabs, wordpieces, settings, metadata)
+            raise ModelError(f"{path}: the model has an encoder but the file carries no "
+                             "encoder files")  # fmt: skip
+        encoder = partial(_embedded_encoder, path, content["encoder_files"])
+    return Stored(path, settings, meta["vocabs"], content["state_dict"], encoder, metadata)
 
 
 def save(path: str | os.PathLike, model: Loaded) -> int:

@@ -1,15 +1,16 @@
 """From a parser's input to batches: CoNLL-U files, ``Sentence`` objects or pre-tokenized
 sentences (lists of words, or dicts with ``forms`` and optionally ``upos``, ``xpos``,
 ``feats``) become sentences (:func:`read_sentences`), checked against what the model reads
-(:func:`check_tags`, :func:`warn_long`, :func:`report_unknown`), then batches of at most a word
-budget sorted by length, as in development evaluation (:func:`batches`); and predicted trees go
-back into copies of the sentences (:func:`parsed`)."""
+(:func:`check_tags`, :func:`warn_long`, :func:`report_unknown`; :func:`input_tags`: which tag
+inputs come from the input and which from the model's tagger), then batches of at most a word
+budget sorted by length, as in development evaluation (:func:`batches`); and predicted trees
+(and tags) go back into copies of the sentences (:func:`parsed`)."""
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -44,10 +45,15 @@ TAG_INPUTS = {
     "xpos": ("use_xpos", "XPOS"),
     "feats": ("use_feats", "FEATS"),
 }
-# The model settings that read words alone, named by every error about missing tags.
-WORDS_ONLY = ("a model that reads words only: trained with model/context=notags "
-              "(bockparse-train model=biaffine-notags ..., or model/context=notags with any "
+# The model settings that need words alone, named by every error about missing tags.
+WORDS_ONLY = ("a model that tags its input or reads words only: trained with a joint tagger "
+              "(bockparse-train model=biaffine-tagger ..., or +model/tagger=mlp with any model) "
+              "or without tag inputs (model=biaffine-notags, or model/context=notags with any "
               "model)")  # fmt: skip
+# Where a tagger model's tag inputs come from (Parser.predict's ``tags``): ``auto``, the
+# input's columns where it has them and the tagger's where it lacks them; ``predicted``, the
+# tagger's always.
+TAG_SOURCES = ("auto", "predicted")
 # Above this share of gold relations or input tags outside the model's vocabularies, the input
 # is most likely from another treebank (other labels, other tag sets): a warning says so.
 UNKNOWN_WARNING_SHARE = 0.05
@@ -104,14 +110,23 @@ def words_sentence(index: int, item: Any) -> Sentence:
     )
 
 
-def parsed(sentence: Sentence, heads: list[int], rels: list[str]) -> Sentence:
-    """A copy of ``sentence`` with its predicted tree, in its fields and in its lines."""
-    text = format_sentence(sentence, heads, rels)
-    return replace(sentence, lines=text[:-2].split("\n"), heads=heads, rels=rels, problems=[])
+def parsed(
+    sentence: Sentence,
+    heads: list[int],
+    rels: list[str],
+    tags: Mapping[str, list[str]] | None = None,
+) -> Sentence:
+    """A copy of ``sentence`` with its predicted tree (and the tag columns ``tags`` gives), in
+    its fields and in its lines."""
+    tags = dict(tags or {})
+    text = format_sentence(sentence, heads, rels, tags)
+    return replace(sentence, lines=text[:-2].split("\n"), heads=heads, rels=rels, problems=[],
+                   **tags)  # fmt: skip
 
 
 def read_sentences(data: str | os.PathLike | Sequence[Any]) -> tuple[list[Sentence], str]:
-    """The sentences of an input (module doc) and a name for it in messages.
+    """The sentences of an input (module doc) and a name for it in messages (``the input``
+    for pre-tokenized sentences and ``Sentence`` objects).
 
     Raises:
         DataError: a malformed file (``FILE:LINE: reason``) or sentence.
@@ -154,24 +169,74 @@ def tag_inputs(settings: RunSettings) -> list[str]:
     return [field for field, (switch, _) in TAG_INPUTS.items() if context.get(switch)]
 
 
-def check_tags(
-    sentences: Sequence[Sentence], settings: RunSettings, vocabs: Vocabs, source: str
-) -> None:
-    """A tag input the model uses must be in the input: not ``_`` on every word, unless ``_``
-    was all the training data had.
+def tagger_fields(settings: RunSettings) -> list[str]:
+    """The tag fields the model's joint tagger predicts (``model.tagger.upos``, ``xpos``,
+    ``feats``); none for a model without a tagger."""
+    tagger = settings.model["params"].get("tagger")
+    return [] if tagger is None else [field for field in TAG_INPUTS if tagger.get(field)]
 
-    Raises:
-        DataError: naming every tag column the model reads and the input lacks, and the model
-            settings that read words only.
-    """
+
+def missing_tags(
+    sentences: Sequence[Sentence], fields: Collection[str], vocabs: Vocabs
+) -> list[str]:
+    """The tag fields of ``fields`` the input lacks: ``_`` on every word, unless ``_`` was all
+    the training data had (then ``_`` is what the model reads)."""
     if not sentences:
-        return
+        return []
     missing = []
-    for field in tag_inputs(settings):
+    for field in fields:
         trained = set(getattr(vocabs, field).itos) - set(SPECIALS) - {"_"}
         given = {v for s in sentences for v in getattr(s, field)}
         if trained and given == {"_"}:
             missing.append(field)
+    return missing
+
+
+def input_tags(
+    sentences: Sequence[Sentence], settings: RunSettings, vocabs: Vocabs, tags: str
+) -> tuple[str, ...] | None:
+    """The tag inputs the model reads from ``sentences`` rather than from its tagger
+    (``gold`` of :meth:`bockparse.heads.common.ContextHead.contextualize`).
+
+    Args:
+        tags: :data:`TAG_SOURCES`: ``auto``, every tag input the input has (the tagger's for
+            the others); ``predicted``, none (the tagger's all).
+
+    Returns:
+        The fields, or ``None`` for a model without a tagger (it reads the input's).
+
+    Raises:
+        ValueError: an unknown ``tags``, or ``predicted`` for a model without a tagger.
+    """
+    if tags not in TAG_SOURCES:
+        raise ValueError(f"tags={tags!r}: give one of {', '.join(TAG_SOURCES)}")
+    if not tagger_fields(settings):
+        if tags == "predicted":
+            raise ValueError(
+                "tags='predicted': this model has no tagger (it reads the input's tags or "
+                "none); a model trained with one predicts them (model=biaffine-tagger)"
+            )
+        return None
+    if tags == "predicted":
+        return ()
+    read = tag_inputs(settings)
+    missing = missing_tags(sentences, read, vocabs)
+    return tuple(f for f in read if f not in missing)
+
+
+def check_tags(
+    sentences: Sequence[Sentence], settings: RunSettings, vocabs: Vocabs, source: str
+) -> None:
+    """A tag input the model uses must be in the input (not ``_`` on every word, unless ``_``
+    was all the training data had), or predicted by the model's tagger.
+
+    Raises:
+        DataError: naming every tag column the model reads, the input lacks and no tagger
+            predicts, and the model settings that need words only.
+    """
+    predicted = tagger_fields(settings)
+    missing = [f for f in missing_tags(sentences, tag_inputs(settings), vocabs)
+               if f not in predicted]  # fmt: skip
     if not missing:
         return
     uses = ", ".join(f"{TAG_INPUTS[f][1]} (model.context.{TAG_INPUTS[f][0]}: true)"
@@ -187,7 +252,12 @@ def check_tags(
 
 
 def unknown_counts(
-    sentences: Sequence[Sentence], settings: RunSettings, vocabs: Vocabs, *, gold: bool
+    sentences: Sequence[Sentence],
+    settings: RunSettings,
+    vocabs: Vocabs,
+    *,
+    gold: bool,
+    read: Collection[str] | None = None,
 ) -> dict[str, tuple[int, int, int]]:
     """How much of an input the model has no vocabulary entry for.
 
@@ -196,13 +266,15 @@ def unknown_counts(
         settings: the run's settings (which tag inputs the model reads).
         vocabs: the model's vocabularies.
         gold: also count the gold relations (evaluation).
+        read: the tag inputs read from the input (:func:`input_tags`); ``None``: every one
+            the model reads.
 
     Returns:
-        For each tag field the model reads (``upos``, ``xpos``, ``feats``) and, with ``gold``,
-        ``rels``: ``(values not in the model's vocabulary, values, the vocabulary's size)``,
-        specials left out of the size.
+        For each tag field the model reads from the input (``upos``, ``xpos``, ``feats``) and,
+        with ``gold``, ``rels``: ``(values not in the model's vocabulary, values, the
+        vocabulary's size)``, specials left out of the size.
     """
-    fields = tag_inputs(settings)
+    fields = [f for f in tag_inputs(settings) if read is None or f in read]
     counts = {}
     for field in [*fields, "rels"] if gold else fields:
         vocab = getattr(vocabs, field)
@@ -219,6 +291,7 @@ def report_unknown(
     source: str,
     *,
     gold: bool,
+    read: Collection[str] | None = None,
 ) -> dict[str, tuple[int, int, int]]:
     """Log the shares of :func:`unknown_counts` (INFO), and warn in one line when one is above
     :data:`UNKNOWN_WARNING_SHARE`: a model evaluated on (or parsing) a treebank with other
@@ -227,7 +300,7 @@ def report_unknown(
     Returns:
         :func:`unknown_counts`.
     """
-    counts = unknown_counts(sentences, settings, vocabs, gold=gold)
+    counts = unknown_counts(sentences, settings, vocabs, gold=gold, read=read)
     names = {"rels": "gold relations", **{f: f"{c} tags" for f, (_, c) in TAG_INPUTS.items()}}
     shares = {f: unknown / total for f, (unknown, total, _) in counts.items() if total}
     if shares:

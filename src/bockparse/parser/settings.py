@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..compat import current_model
+from ..decoders import registered_names
 from ..hardware import AUTO, AUTOCAST_DTYPES
 from ..metrics import PUNCT_EXCLUSIONS
 from ..modelfile import spec_from_config, validate_spec
@@ -51,15 +53,16 @@ class RunSettings:
     exclude_punct: str | None
     seed: int | None
     experiment: str | None
-    precision: str = "32-true"  # model files exported before this field predicted in fp32
+    precision: str
 
 
 def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
     """The settings a parser reads from a run's composed config (``.hydra/config.yaml``).
 
-    The one function that knows the config's key names, in the current layout (a run folder's
-    config as :meth:`bockparse.rundir.RunDir.config` reads it: old layouts moved there).
-    The model and encoder nodes become the closed schema's spec
+    The one function that knows the config's key names, in the current key layout (a run
+    folder's config as :meth:`bockparse.rundir.RunDir.config` reads it: old layouts moved
+    there). The model and encoder nodes, in any layout a run wrote
+    (:func:`bockparse.compat.current_model`), become the closed schema's spec
     (:func:`bockparse.modelfile.spec_from_config`): their ``_target_`` strings are looked up
     in a fixed table, never imported.
 
@@ -85,9 +88,10 @@ def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
             raise ModelError(f"{source}: no {key}")
         return node
 
+    model, encoder = current_model(get("model"), get("encoder", required=False))
     return checked_settings(
         {
-            "model": spec_from_config(get("model"), get("encoder", required=False), source),
+            "model": spec_from_config(model, encoder, source),
             "decoder": get("decoder", required=False),
             "condition": get("name", required=False),
             "max_word_chars": get("data.max_word_chars"),
@@ -117,20 +121,6 @@ _SETTINGS: dict[str, tuple[Any, bool]] = {
 MAX_PUNCT_TAGS = 10_000
 
 
-def _check_decoder(decoder: Any, kind: Any, source: str) -> None:
-    """A graph parser names a registered decoder; a transition parser none."""
-    from ..decoders import registered_names
-
-    if kind == "transition":
-        if decoder is not None:
-            raise ModelError(f"{source}: setting decoder = {decoder!r}: a transition parser "
-                             "predicts trees itself (null)")  # fmt: skip
-    elif not isinstance(decoder, str) or decoder not in registered_names():
-        shown = repr(decoder)[:60]
-        raise ModelError(f"{source}: setting decoder = {shown} is not a decoder (known: "
-                         f"{', '.join(registered_names())})")  # fmt: skip
-
-
 def checked_settings(values: Any, source: str) -> RunSettings:
     """:class:`RunSettings` from plain ``values`` after checking every field's type and range
     and the model spec (:func:`bockparse.modelfile.validate_spec`).
@@ -142,19 +132,24 @@ def checked_settings(values: Any, source: str) -> RunSettings:
     if not isinstance(values, Mapping):
         raise ModelError(f"{source}: settings must be a mapping")
     fields = {f.name for f in dataclasses.fields(RunSettings)}
-    required = {f.name for f in dataclasses.fields(RunSettings)
-                if f.default is dataclasses.MISSING}  # fmt: skip
-    if set(values) - fields or required - set(values):
+    if set(values) != fields:
         raise ModelError(f"{source}: settings must have the fields {sorted(fields)}; got "
                          f"{repr(sorted(map(str, values)))[:300]}")  # fmt: skip
     for name, (rule, nullable) in _SETTINGS.items():
-        value = values.get(name)
-        if name in values and not (value is None and nullable) and (problem := rule.problem(value)):
+        value = values[name]
+        if not (value is None and nullable) and (problem := rule.problem(value)):
             raise ModelError(f"{source}: setting {name} = {repr(value)[:60]} {problem}")
     tags = values["punct_tags"]
     if (not isinstance(tags, list) or len(tags) > MAX_PUNCT_TAGS
             or any(Name().problem(t) for t in tags)):  # fmt: skip
         raise ModelError(f"{source}: setting punct_tags must be a list of tags (strings)")
     model = validate_spec(values["model"], source)
-    _check_decoder(values["decoder"], model["kind"], source)
+    decoder = values["decoder"]  # a graph parser names a registered decoder; a transition one none
+    if model["kind"] == "transition":
+        if decoder is not None:
+            raise ModelError(f"{source}: setting decoder = {decoder!r}: a transition parser "
+                             "predicts trees itself (null)")  # fmt: skip
+    elif not isinstance(decoder, str) or decoder not in registered_names():
+        raise ModelError(f"{source}: setting decoder = {repr(decoder)[:60]} is not a decoder "
+                         f"(known: {', '.join(registered_names())})")  # fmt: skip
     return RunSettings(**{**values, "model": model})

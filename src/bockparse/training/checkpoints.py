@@ -27,6 +27,7 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 
+from ..compat import WRITER_STATE_KEY
 from ..modelfile import load_tensors
 from ..rundir import BEST, BEST_OF_LAST, LAST, RESUMED_EXACTLY, atomic_path
 from .decisions import ScheduleCallback
@@ -147,12 +148,6 @@ def _world() -> tuple[int, int]:
     return 0, 1
 
 
-# The key of the generators' state in every last.ckpt's callbacks (Lightning's ``state_key``):
-# the name of the callback that kept them before the writer and the decisions were split, kept
-# so that every last.ckpt, old or new, resumes.
-STATE_KEY = "ScheduleCallback"
-
-
 class CheckpointWriter(pl.Callback):
     """Writes the files that the schedule's decisions ask for: ``best.ckpt`` (weights only) on
     improvement, ``last.ckpt`` (full state) at the configured interval, at the switch and at
@@ -163,7 +158,8 @@ class CheckpointWriter(pl.Callback):
     ``last.ckpt`` knows of: a run resumed from ``last.ckpt`` after a kill puts it back, so that
     the best model and the schedule's record of it always agree.
 
-    Its state in ``last.ckpt`` (under :data:`STATE_KEY`) is every rank's random number
+    Its state in ``last.ckpt`` (under :attr:`state_key`, an earlier callback's name:
+    :data:`bockparse.compat.WRITER_STATE_KEY`) is every rank's random number
     generators at the write (:meth:`state_dict`); a resumed run puts them back when training
     starts, after the loaders are made, where the uninterrupted run went on from the same state.
 
@@ -200,7 +196,7 @@ class CheckpointWriter(pl.Callback):
 
     @property
     def state_key(self) -> str:
-        return STATE_KEY
+        return WRITER_STATE_KEY
 
     @property
     def best_path(self) -> Path:
@@ -228,6 +224,15 @@ class CheckpointWriter(pl.Callback):
             self.evaluations_since_last, self.last_written = 0, time.monotonic()
             self.last_step = trainer.global_step
         log.debug("wrote %s (%d bytes)", path, size)
+
+    def log_summary(self, fit_seconds: float) -> None:
+        """Log what was written over a training of ``fit_seconds`` (one line of ``train.log``):
+        how often and how much, the evaluations, and its share of the training time."""
+        written, writes = self.bytes_written, self.writes
+        log.info("checkpoints: best.ckpt %d× (%.1f MB), last.ckpt %d× (%.1f MB) over %d "
+                 "evaluations, %.1f s (%.1f %% of training)", writes["best"],
+                 written["best"] / 1e6, writes["last"], written["last"] / 1e6, self.evaluations,
+                 self.write_seconds, 100 * self.write_seconds / max(fit_seconds, 1e-9))  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
         """``{"rng": [rng_states() of rank 0, rank 1, ...]}``; every rank calls it (Lightning
@@ -258,7 +263,7 @@ class CheckpointWriter(pl.Callback):
         """Keep the generators of :meth:`state_dict` (checked: :meth:`state_problem`) for
         :meth:`on_train_start`."""
         if problem := self.state_problem(state_dict):
-            raise ValueError(f"{STATE_KEY} state: {problem}")
+            raise ValueError(f"{WRITER_STATE_KEY} state: {problem}")
         self.saved_rng = state_dict["rng"]
 
     def _restore_rng(self) -> None:

@@ -518,8 +518,9 @@ def _encoder_size(config: DictConfig) -> tuple[int, float] | None:
 
 def parameters_per_word(config: DictConfig) -> float | None:
     """Multiply-adds per word of a forward pass, from the model's sizes: the transformer, the
-    BiLSTM stack, the character model and the heads' MLPs and biaffines (embedding lookups
-    cost nothing); ``None`` when a size is not a number or the encoder cannot be read."""
+    BiLSTM stack (twice for a joint tagger whose tags the model reads), the character model and
+    the heads' and tagger's MLPs and biaffines (embedding lookups cost nothing); ``None`` when a
+    size is not a number or the encoder cannot be read."""
     encoder = _encoder_size(config)
     ctx = _plain(config, "model.context") or {}
     model = {k: _plain(config, f"model.{k}") for k in ("arc_hidden", "rel_hidden", "aux_hidden")}
@@ -532,9 +533,14 @@ def parameters_per_word(config: DictConfig) -> float | None:
     tags = sum(bool(ctx.get(k)) for k in ("use_upos", "use_xpos", "use_feats"))
     words = sizes["word_dim"] * (bool(ctx.get("use_words")) + bool(ctx.get("use_chars")))
     hidden, inputs = sizes["lstm_hidden"], words + sizes["tag_dim"] * tags + width
+    tagger = _plain(config, "model.tagger")
+    passes = 2 if isinstance(tagger, dict) and tags else 1  # ContextHead.contextualize
     for _ in range(sizes["lstm_layers"]):
-        cost += 2 * 4 * (inputs + hidden) * hidden
+        cost += passes * 2 * 4 * (inputs + hidden) * hidden
         inputs = 2 * hidden
+    if isinstance(tagger, dict) and isinstance(tagger.get("hidden"), int):
+        columns = sum(bool(tagger.get(c)) for c in ("upos", "xpos", "feats"))
+        cost += columns * 2 * hidden * tagger["hidden"]
     if ctx.get("use_chars"):
         char_dim, char_hidden = sizes["char_dim"], sizes["char_hidden"]
         cost += 2 * 4 * (char_dim + char_hidden) * char_hidden * CHARS_PER_WORD

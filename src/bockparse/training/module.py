@@ -7,26 +7,35 @@ stage, the learning-rate factors, the freeze and the warm-ups belong to the run'
 :class:`bockparse.training.schedule.StanzaSchedule`, which the module asks for the current
 learning rates and saves in every checkpoint. Optimisation is manual so that the active stage
 and the learning rates are explicit. Every number comes from ``conf/optim``.
+
+A scorer with a joint tagger (``model.tagger``) adds its loss to the condition's (in the losses)
+and is evaluated on its tags too: the development and test trees are parsed from the tags it
+predicts, its UPOS, XPOS, UFeats (and AllTags) accuracies are logged beside the attachment
+scores (:func:`bockparse.metrics.tag_counts`, the CoNLL 2018 evaluator's), and the steps return
+the tags for the prediction files.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
 from torch import nn
 
+from .. import compat
 from .. import predict as prediction
-from ..attachment import AttachmentScores
+from ..attachment import AttachmentScores, TagAccuracy
 from ..data.batch import Batch
 from ..data.vocab import base_relation_ids
 from ..decoders import get_decoder
 from ..heads import ParserHead
 from ..losses import LossOutput
-from ..metrics import NAMES, batch_counts, check_punct_exclusion, metric_key
+from ..metrics import NAMES, batch_counts, check_punct_exclusion, metric_key, tag_counts, tag_names
+from ..model.tagger import TagScores
 from .predictions import EVAL_STAGES
 from .schedule import StanzaSchedule
 
@@ -52,6 +61,8 @@ class ParserModule(pl.LightningModule):
     Attributes:
         last_output: the last update's ``LossOutput`` (the per-update trace reads it:
             :class:`.trajectory.TraceCallback`).
+        rates: per stage, the last evaluation's scores (UAS, LAS, LCM; and the tagger's
+            accuracies, :func:`bockparse.metrics.tag_names`).
     """
 
     def __init__(
@@ -90,6 +101,12 @@ class ParserModule(pl.LightningModule):
         self.exclude_punct = exclude_punct
         self.last_output: LossOutput | None = None
         self.metrics = nn.ModuleDict({s: AttachmentScores() for s in EVAL_STAGES})
+        self.tag_names = tag_names(scorer.tagger.columns) if scorer.tagger is not None else ()
+        self.tag_accuracy = (
+            nn.ModuleDict({s: TagAccuracy(self.tag_names) for s in EVAL_STAGES})
+            if self.tag_names
+            else None
+        )
         self.decode_seconds = 0.0
         # LAS compares base relations: the base id of each relation id (not saved: derived).
         self.register_buffer(
@@ -164,6 +181,8 @@ class ParserModule(pl.LightningModule):
         self.log("train/loss", out.loss.detach(), prog_bar=True, batch_size=size)
         self.log("train/decode_seconds", out.decode_seconds, batch_size=size)
         self.log("train/stage", float(self.stage), batch_size=size)
+        if out.tag is not None:
+            self.log("train/tag_loss", out.tag, batch_size=size)
         for name, value in out.counts.items():  # per-epoch sums, e.g. sentences skipped
             self.log(f"train/{name}", float(value), on_step=False, on_epoch=True,
                      reduce_fx="sum", batch_size=size)  # fmt: skip
@@ -174,33 +193,59 @@ class ParserModule(pl.LightningModule):
 
     # -- evaluation ---------------------------------------------------------------------------
 
-    def predict_trees(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    def predict_trees(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, TagScores | None]:
         """Heads (the run's decoder, single root) and relations (best at the predicted head) by
         :func:`bockparse.predict.predict_trees`; with no decoder, the scorer's own
         ``predict(batch)``. Adds the time to ``decode_seconds`` (the scorer's own prediction
-        timed whole, encoder included; otherwise decoding and relations only).
+        timed whole, encoder included; otherwise decoding and relations only). A tagger
+        model's trees are parsed from the tags it predicts.
 
         Returns:
             int64 ``[B, N]`` heads and relation ids on the batch's device, ``-1`` at ROOT and
-            padding.
+            padding, and the tagger's scores (``None`` without a tagger).
         """
         if self.decoder is None:
             start = time.perf_counter()
-            heads, rels = self.scorer.predict(batch)
+            heads, rels, tags = self.scorer.predict(batch)
         else:
             scores = self.scorer(batch)
+            tags = scores.tags
             start = time.perf_counter()
             heads, rels = prediction.predict_trees(scores, batch.lengths, self.decoder)
         self.decode_seconds += time.perf_counter() - start
-        return heads, rels
+        return heads, rels, tags
 
-    def _evaluate(self, stage: str, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Predict a batch and add its counts to the stage's metric; returns the trees (the
-        :class:`.predictions.PredictionWriter` keeps them)."""
-        heads, rels = self.predict_trees(batch)
+    def _evaluate(self, stage: str, batch: Batch) -> tuple[torch.Tensor, ...]:
+        """Predict a batch and add its counts to the stage's metrics; returns the trees, and a
+        tagger's tags (tag field -> int64 ``[B, N]`` ids), for the
+        :class:`.predictions.PredictionWriter`."""
+        heads, rels, tags = self.predict_trees(batch)
         exclude = self.exclude_punct is not None
-        self.metrics[stage].update(batch_counts(heads, rels, batch, self.base_of, exclude))
-        return heads, rels
+        counts = batch_counts(heads, rels, batch, self.base_of, exclude)
+        self.metrics[stage].update(counts)
+        if tags is None:
+            return heads, rels
+        predicted = tags.predicted()
+        self.tag_accuracy[stage].update(int(counts[0]), self._tag_counts(stage, batch, predicted))
+        return heads, rels, predicted
+
+    def _tag_counts(
+        self, stage: str, batch: Batch, predicted: dict[str, torch.Tensor]
+    ) -> torch.Tensor:
+        """:func:`bockparse.metrics.tag_counts` of a batch's predicted tags against the gold
+        sentences of the stage's dataset (the CoNLL 2018 evaluator's UFeats among them), with
+        the run's punctuation exclusion."""
+        dataset = self.trainer.datamodule.dataset(stage)
+        fields = tuple(predicted)
+        rows = prediction.sentence_rows(batch, *(predicted[f].cpu() for f in fields))
+        gold, pred = [], []
+        for sid, *tag_rows in rows:
+            sentence = dataset.sentences[sid]
+            values = {f: getattr(dataset.vocabs, f).tokens(row[1:].tolist())
+                      for f, row in zip(fields, tag_rows, strict=True)}  # fmt: skip
+            gold.append(sentence)
+            pred.append(replace(sentence, **values))
+        return tag_counts(gold, pred, self.exclude_punct)
 
     def _check_punct(self) -> None:
         """A punctuation exclusion must be the one the data marks in ``Batch.punct``."""
@@ -210,8 +255,11 @@ class ParserModule(pl.LightningModule):
 
     def _log_scores(self, stage: str) -> None:
         scores = self.metrics[stage].compute()
+        if self.tag_accuracy is not None:
+            scores.update(self.tag_accuracy[stage].compute())
+            self.tag_accuracy[stage].reset()
         self.rates[stage] = scores
-        for name in NAMES:
+        for name in (*NAMES, *self.tag_names):
             self.log(metric_key(stage, name), scores[name], prog_bar=name == "las")
         self.log(metric_key(stage, "decode_seconds"), self.decode_seconds)
         self.metrics[stage].reset()
@@ -219,7 +267,7 @@ class ParserModule(pl.LightningModule):
     def on_validation_epoch_start(self) -> None:
         self._check_punct()
 
-    def validation_step(self, batch: Batch, batch_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def validation_step(self, batch: Batch, batch_idx: int) -> tuple[torch.Tensor, ...]:
         return self._evaluate("val", batch)
 
     def on_validation_epoch_end(self) -> None:
@@ -228,7 +276,7 @@ class ParserModule(pl.LightningModule):
     def on_test_epoch_start(self) -> None:
         self._check_punct()
 
-    def test_step(self, batch: Batch, batch_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def test_step(self, batch: Batch, batch_idx: int) -> tuple[torch.Tensor, ...]:
         return self._evaluate("test", batch)
 
     def on_test_epoch_end(self) -> None:
@@ -244,6 +292,6 @@ class ParserModule(pl.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint["bockparse"]
-        if "schedule" in state:  # checkpoints of earlier versions kept stage and lr_factor only
-            self.schedule.load_state_dict(state["schedule"])
+        if (schedule := compat.schedule_state(state)) is not None:  # (None: an earlier version's)
+            self.schedule.load_state_dict(schedule)
         self.decode_seconds = state["decode_seconds"]

@@ -22,12 +22,12 @@ import lightning.pytorch as pl
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
+from ..compat import WRITER_STATE_KEY, current_targets
 from ..data.conllu import DataError
 from ..data.vocab import Vocabs
-from ..heads import HEADS
-from ..modelfile import TARGETS, ModelError, UnsafeFileError, load_tensors
+from ..modelfile import ModelError, UnsafeFileError, load_tensors
 from ..rundir import config_changes, shown
-from .checkpoints import STATE_KEY, CheckpointWriter
+from .checkpoints import CheckpointWriter
 from .checks import MAX_UPDATES, PRECISIONS
 from .clock import RunClock
 
@@ -38,11 +38,6 @@ CONFIG_KEY = "bockparse_config"
 # What a resumed run must share with the checkpoint: the model's shape, the data, the condition.
 RESUME_KEYS = ("model", "encoder", "data", "loss", "decoder", "name", "exclude_punct", "seed")
 RESUME_FREE = frozenset({"data.num_workers"})  # changes nothing but speed
-# Classes that moved (issue 51): their paths in the configs of earlier checkpoints -> today's.
-MOVED = {
-    **{old: HEADS[kind] for old, kind in TARGETS.items() if kind in HEADS},
-    "bockparse.transition.TransitionLoss": "bockparse.losses.transition.TransitionLoss",
-}
 # Folders, compared as the folders they name: a relative one from the start folder (the
 # shipped sample's root is absolute since bockparse-train finds it in the package).
 RESUME_FOLDERS = frozenset({"data.root"})
@@ -64,18 +59,10 @@ class SaveConfig(pl.Callback):
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``key: saved -> current`` for every setting under ``RESUME_KEYS`` that differs
-    (:func:`bockparse.rundir.config_changes`; the heads' old class paths read as today's,
-    :data:`MOVED`); settings in ``RESUME_FREE`` may differ."""
-    saved = {key: _moved(value) for key, value in saved.items()}
-    return config_changes(saved, current, under=RESUME_KEYS, free=RESUME_FREE, same=_same)
-
-
-def _moved(tree: Any) -> Any:
-    """``tree`` with every ``_target_`` that names a moved class renamed (:data:`MOVED`)."""
-    if not isinstance(tree, dict):
-        return tree
-    return {key: MOVED.get(value, value) if key == "_target_" and isinstance(value, str)
-            else _moved(value) for key, value in tree.items()}  # fmt: skip
+    (:func:`bockparse.rundir.config_changes`; moved classes read as today's,
+    :func:`bockparse.compat.current_targets`); settings in ``RESUME_FREE`` may differ."""
+    return config_changes(current_targets(saved), current, under=RESUME_KEYS, free=RESUME_FREE,
+                          same=_same)  # fmt: skip
 
 
 def _same(key: str, old: Any, new: Any) -> bool:
@@ -89,7 +76,8 @@ def _folder(path: str) -> str:
 
 
 # The callbacks whose state last.ckpt carries, with the check of that state.
-CALLBACK_STATES = {STATE_KEY: CheckpointWriter.state_problem, "RunClock": RunClock.state_problem}
+CALLBACK_STATES = {WRITER_STATE_KEY: CheckpointWriter.state_problem,
+                   "RunClock": RunClock.state_problem}  # fmt: skip
 
 
 def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
@@ -106,7 +94,7 @@ def state_problem(checkpoint: dict[str, Any], cfg: DictConfig) -> str | None:
     if counted is not None and counted != step:
         return f"global_step={step}: its training loop counts {shown(counted)} updates"
     saved = checkpoint.get(CONFIG_KEY)
-    if isinstance(saved, dict):  # its precision is the resumed run's (train.resolve_run_precision)
+    if isinstance(saved, dict):  # the resumed run's precision (hardware.resolve_run_precision)
         trainer = saved.get("trainer", {})
         precision = trainer.get("precision") if isinstance(trainer, dict) else trainer
         if not isinstance(trainer, dict) or not any(

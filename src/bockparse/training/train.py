@@ -1,44 +1,28 @@
-"""``bockparse-train``: the Hydra application over ``conf/train.yaml``.
+"""``bockparse-train``: the Hydra application over ``conf/train.yaml``, and the run it wires.
 
-One run trains the condition's loss with Stanza's schedule, keeps the checkpoint with the best
-dev LAS (the later one on ties), then evaluates it on dev and test. The run folder (Hydra's
-``hydra.run.dir``) receives the composed config (``.hydra/``), ``train.log`` (the config's
-choices, every evaluation, decay, stage switch, the stop reason and where the outputs went),
-``checkpoints/best.ckpt`` (weights only) and ``last.ckpt`` (full state, for ``resume=true``; see
-:mod:`.checkpoints`), ``predictions/val.conllu`` and ``test.conllu``, ``metrics.json``,
-``timing.json`` (the wall time by part, :mod:`.clock`), ``environment.json`` (package versions,
-CPU and GPU, the precision chosen and why: :func:`bockparse.hardware.environment`) and
-the CSV log; every file is written atomically.
+One run (:func:`run`) checks its settings, locks its run folder and claims it (:mod:`.claim`;
+Hydra writes nothing there itself), checks a resumed ``last.ckpt`` (:mod:`.resume`), then
+writes ``.hydra/`` (:func:`bockparse.rundir.write_hydra_config`) and opens ``train.log``
+(:mod:`.loggers`). ``trainer.precision: auto`` resolves before anything is built
+(:func:`bockparse.hardware.resolve_run_precision`: ``bf16-mixed`` where the device computes
+bf16 natively, else ``32-true``; a resumed run keeps its own), and the saved config, the
+checkpoints and ``environment.json`` hold the resolved value. The run trains the condition's
+loss with Stanza's schedule (the callbacks in their order: :mod:`.callbacks`), keeps the
+checkpoint with the best dev LAS (the later one on ties), evaluates it on dev and test
+(:func:`.predictions.evaluate`) and writes ``timing.json`` (:mod:`.clock`) and, last,
+``metrics.json``: the run folder's layout is :mod:`bockparse.rundir`'s, and every file is
+written atomically. Under Lightning DDP (``trainer=ddp``) every rank runs :func:`run`; rank 0
+alone holds the lock and writes.
 
-``trainer.precision: auto`` (every CPU preset's default) resolves before anything is built
-(:func:`resolve_run_precision`): ``bf16-mixed`` where the device computes bf16 natively, else
-``32-true``; the checkpoints' config and ``environment.json`` hold the resolved value, and a
-resumed run keeps the precision it started with. W&B runs offline unless an API key is
-configured, and a W&B failure only costs the W&B log.
-
-Under Lightning DDP (``trainer=ddp``) every rank runs :func:`run`; evaluation scores every
-sentence once across the ranks, and rank 0 alone writes the predictions and ``metrics.json``.
-
-The run folder is one configuration's (``conf/train.yaml``'s ``hydra.run.dir`` names it by
-:func:`bockparse.rundir.folder_name`, through the ``run_folder`` resolver registered here). It
-is locked before anything is written into it (Hydra writes nothing there itself: the run
-writes ``.hydra/`` and opens ``train.log`` once it holds the lock), and a folder holding a
-finished run or another config is refused with the choices (:func:`claim`); ``overwrite=true``
-sets it aside.
-
-``resume=true`` continues from ``checkpoints/last.ckpt`` when the run folder has one; it says
-so and exits when the run is finished (``metrics.json`` exists), and refuses a damaged
-``last.ckpt`` or a config whose model, data, loss, decoder or condition differ from the one the
-checkpoint was trained with (:func:`check_resume`).
+The run folder is one configuration's: ``conf/train.yaml``'s ``hydra.run.dir`` names it by
+:func:`bockparse.rundir.folder_name`, through the ``run_folder`` resolver registered here.
 """
 
 from __future__ import annotations
 
 import atexit
-import csv
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -52,99 +36,28 @@ from hydra.errors import InstantiationException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from hydra.utils import instantiate
-from lightning.pytorch.loggers import CSVLogger, Logger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from .. import rundir
 from ..data.conllu import DataError
-from ..hardware import AUTO, device_type_of, environment, resolve_precision, warn_if_emulated
-from ..metrics import NAMES, metric_key
+from ..hardware import environment, resolve_run_precision
 from ..modelfile import spec_from_config
 from .callbacks import run_callbacks
 from .checks import setting_problems
+from .claim import claim
+from .loggers import attach_job_log, detach_job_log, log_choices, make_loggers
 from .module import ParserModule
-from .predictions import PredictionWriter
-from .resume import ResumeError, check_resume, read_finished
+from .predictions import evaluate
+from .resume import ResumeError, check_resume
 
 log = logging.getLogger("bockparse.training.train")
-
-
-def resolve_run_precision(cfg: DictConfig, saved: dict[str, Any] | None = None) -> str:
-    """Set ``cfg.trainer.precision`` to the precision the run uses, log it with its reason, and
-    return the reason (:func:`bockparse.hardware.resolve_precision`).
-
-    ``auto`` resolves on this machine, or to the precision of ``saved`` (the config a resumed
-    checkpoint was trained with), so that a run keeps one precision throughout.
-    """
-    requested = str(cfg.trainer.precision)
-    saved_precision = ((saved or {}).get("trainer") or {}).get("precision")
-    if requested == AUTO and saved_precision not in (None, AUTO):
-        precision, reason = str(saved_precision), "auto: the precision the resumed run began with"
-    else:
-        precision, reason = resolve_precision(requested, str(cfg.trainer.accelerator))
-    cfg.trainer.precision = precision
-    log.info("precision %s (%s)", precision, reason)
-    warn_if_emulated(precision, device_type_of(str(cfg.trainer.accelerator)))
-    return reason
 
 
 # The Hydra tree: package data in an installed wheel (setup.py ships conf/ as bockparse/conf),
 # the repository's top-level conf/ in a checkout (editable install or PYTHONPATH=src).
 _PACKAGED_CONF = Path(__file__).resolve().parents[1] / "conf"  # bockparse/conf
 CONF_DIR = str(_PACKAGED_CONF if _PACKAGED_CONF.is_dir() else _PACKAGED_CONF.parents[2] / "conf")
-
-
-def _csv_logger(run_dir: Path, resumed_step: int | None) -> CSVLogger:
-    """Lightning's CSV logger on ``<run>/csv/metrics.csv``; resumed, it keeps the rows up to
-    the resumed update (Lightning's writer would delete the file) and appends after them."""
-    path = run_dir / rundir.CSV
-    kept: list[dict[str, str]] = []
-    header: list[str] = []
-    if resumed_step is not None and path.is_file():
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            header = list(reader.fieldnames or [])
-            kept = [row for row in reader if int(float(row.get("step") or 0)) <= resumed_step]
-    logger = CSVLogger(save_dir=str(run_dir), name="csv", version="")
-    if header:
-        writer = logger.experiment  # created now: it removes the old file ...
-        with rundir.atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
-            out = csv.DictWriter(f, fieldnames=header)
-            out.writeheader()
-            out.writerows(kept)  # ... which comes back with the rows before the resumed update
-        writer.metrics_keys = header
-    return logger
-
-
-def make_loggers(cfg: DictConfig, run_dir: Path, resumed_step: int | None = None) -> list[Logger]:
-    """The CSV logger, and W&B unless disabled or unavailable (never fatal)."""
-    loggers: list[Logger] = []
-    if cfg.logger.csv:
-        loggers.append(_csv_logger(run_dir, resumed_step))
-    wb = cfg.logger.wandb
-    if not wb.enabled:
-        return loggers
-    mode = wb.mode or os.environ.get("WANDB_MODE")
-    if mode is None:
-        mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
-    try:
-        from lightning.pytorch.loggers import WandbLogger
-
-        logger = WandbLogger(
-            project=wb.project,
-            group=wb.group,
-            name=wb.name,
-            save_dir=str(run_dir),
-            mode=mode,
-            config=OmegaConf.to_container(cfg, resolve=True),
-        )
-        logger.experiment  # start it now, so that a failure is caught here  # noqa: B018
-    except Exception as err:  # W&B must never stop a run
-        log.warning("W&B logging disabled: %s", err)
-        return loggers
-    loggers.append(logger)
-    return loggers
 
 
 def build(cfg: DictConfig) -> tuple[pl.LightningDataModule, ParserModule]:
@@ -178,48 +91,6 @@ def build(cfg: DictConfig) -> tuple[pl.LightningDataModule, ParserModule]:
     return datamodule, module
 
 
-def log_choices(cfg: DictConfig, run_dir: Path) -> None:
-    """Log the run folder and the composed config's choices that decide the results."""
-    log.info("run folder: %s", run_dir.resolve())
-    if HydraConfig.initialized():
-        choices = HydraConfig.get().runtime.choices
-        log.info("config: %s", ", ".join(f"{group}={choice}" for group, choice in choices.items()
-                                          if not group.startswith("hydra/")))  # fmt: skip
-    optim, trainer = cfg.optim, cfg.trainer
-    log.info("experiment %s, seed %d, %s on %s", cfg.experiment_name, cfg.seed,
-             trainer.precision, trainer.accelerator)  # fmt: skip
-    log.info("updates: at most %d, %d-word batches, dev evaluation every %d; stage 1 %s lr %g, "
-             "stage 2 %s lr %g", optim.max_steps, cfg.data.batch_size, optim.eval_every,
-             optim.stage1._target_.rsplit(".", 1)[-1], optim.stage1.lr,
-             optim.stage2._target_.rsplit(".", 1)[-1], optim.stage2.lr)  # fmt: skip
-    log.info("schedule: %s", OmegaConf.to_container(optim.schedule, resolve=True))
-
-
-def evaluate(
-    trainer: pl.Trainer,
-    module: ParserModule,
-    datamodule: pl.LightningDataModule,
-    writer: PredictionWriter,
-    checkpoint: Path,
-    run_dir: Path,
-) -> dict[str, float]:
-    """Evaluate ``checkpoint`` on dev and test and write ``predictions/{val,test}.conllu`` in
-    ``run_dir`` through ``writer`` (rank 0 alone under DDP, with the trees of every rank).
-
-    Returns:
-        ``{"val/uas": ..., ..., "test/lcm": ...}``: the same on every rank.
-    """
-    result: dict[str, float] = {}
-    for stage, evaluate_stage in (("val", trainer.validate), ("test", trainer.test)):
-        evaluate_stage(module, datamodule=datamodule, ckpt_path=str(checkpoint), weights_only=True)
-        path = rundir.predictions(run_dir, stage)
-        writer.write(trainer, stage, path)
-        result.update({metric_key(stage, n): module.rates[stage][n] for n in NAMES})
-        scores = ", ".join(f"{n.upper()} {module.rates[stage][n]:.2f}" for n in NAMES)
-        log.info("%s: %s; predictions in %s", stage, scores, path)
-    return result
-
-
 class SettingsError(ValueError):
     """A setting that cannot work (:func:`bockparse.training.checks.setting_problems`)."""
 
@@ -233,150 +104,16 @@ def _run_folder(name: object, overrides: Any) -> str:
 
 OmegaConf.register_new_resolver("run_folder", _run_folder, replace=True)
 
-# What a run folder may not hold as a symbolic link: everything a run writes there before
-# Lightning's own files, and what it reads to decide whether to start.
-_NEVER_LINKED = (rundir.CONFIG, rundir.HYDRA, rundir.OVERRIDES, rundir.TRAIN_LOG, rundir.METRICS)
-_KEPT = f"the old folder kept as <folder>{rundir.REPLACED}<UTC time>"
-
-
-def folder_conflict(cfg: DictConfig, run_dir: Path, job_log: str | None = None) -> str | None:
-    """Why ``run_dir`` cannot take a training of ``cfg`` as it is, with the choices (one line
-    without the folder), or ``None``: it holds a symbolic link where the run writes, a finished
-    run (``metrics.json``), or the saved config of another run (every differing setting named,
-    :func:`bockparse.rundir.config_changes`). A ``resume=true`` run over an unfinished run's
-    ``last.ckpt`` is compared with the checkpoint instead (:func:`check_resume`).
-    """
-    names = [*_NEVER_LINKED, *([job_log] if job_log else []),
-             *([cfg.trace.file] if cfg.trace.enabled else [])]  # fmt: skip
-    if links := rundir.planted_links(run_dir, names):
-        return ("it holds symbolic links where a run writes (" + ", ".join(map(str, links)) +
-                "), and a run never writes through one: remove them, train elsewhere (name=...), "
-                f"or overwrite=true to replace the folder ({_KEPT})")  # fmt: skip
-    finished = os.path.lexists(run_dir / rundir.METRICS)
-    changes = _saved_config_changes(cfg, run_dir)
-    if not finished and (not changes or (cfg.resume and (run_dir / rundir.LAST).is_file())):
-        return None
-    what = "a finished run" if finished else "a run"
-    if changes:
-        more = f"; and {len(changes) - 8} more" if len(changes) > 8 else ""
-        what += f" of another config ({'; '.join(changes[:8])}{more})"
-    else:
-        what += f" of this config ({rundir.METRICS})"
-    resume = "" if finished else "resume=true to continue it, "
-    return (f"it holds {what}; choose {resume}name=... for a new run, or overwrite=true to "
-            f"replace it ({_KEPT})")  # fmt: skip
-
-
-def _saved_config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
-    """How ``cfg`` differs from the config saved in ``run_dir`` (empty when none is saved).
-
-    The saved config names the precision its run resolved ``auto`` to: a ``cfg`` asking for
-    ``auto`` takes it, as a resumed run keeps the precision it began with
-    (:func:`resolve_run_precision`)."""
-    config = run_dir / rundir.CONFIG
-    if not config.is_file():
-        return []
-    try:
-        saved = OmegaConf.to_container(OmegaConf.load(config), resolve=False)
-    except Exception as err:  # a damaged YAML file: OmegaConf/yaml raise many types
-        return [f"{rundir.CONFIG} cannot be read ({type(err).__name__})"]
-    if not isinstance(saved, dict):
-        return [f"{rundir.CONFIG} holds no config"]
-    current = OmegaConf.to_container(cfg, resolve=False)
-    trainer = saved.get("trainer")
-    if cfg.trainer.precision == AUTO and isinstance(trainer, dict) and "precision" in trainer:
-        current["trainer"]["precision"] = trainer["precision"]
-    return rundir.config_changes(saved, current)
-
-
-def claim(cfg: DictConfig, lock: rundir.RunLock, job_log: str | None = None) -> dict | None:
-    """Make the locked run folder ready for a training of ``cfg``.
-
-    A folder that cannot take it (:func:`folder_conflict`) is refused, or with
-    ``overwrite=true`` set aside (:meth:`bockparse.rundir.RunLock.set_aside`) for a fresh one.
-
-    Returns:
-        The finished run's ``metrics.json`` when ``resume=true`` finds the run of this config
-        finished (nothing to do), else ``None``; a finished run of another config is refused
-        like any other.
-
-    Raises:
-        bockparse.rundir.RunFolderError: the folder cannot take the run (one line: the folder,
-            why, and the choices).
-    """
-    run_dir = lock.run_dir
-    done = run_dir / rundir.METRICS
-    conflict = folder_conflict(cfg, run_dir, job_log)
-    finished_here = done.is_file() and not done.is_symlink() and not _saved_config_changes(
-        cfg, run_dir)  # fmt: skip
-    if cfg.resume and conflict is not None and finished_here:
-        log.info("%s is finished (%s exists): nothing to resume; resume=false trains it again "
-                 "(in a new folder: name=..., or overwrite=true)", run_dir, done)  # fmt: skip
-        return read_finished(done)
-    if conflict is None:
-        return None
-    if not cfg.overwrite:
-        raise rundir.RunFolderError(f"{run_dir}: {conflict}")
-    kept = lock.set_aside()
-    log.info("overwrite=true: %s moved to %s; training afresh", run_dir, kept)
-    return None
-
-
-def write_hydra_config(run_dir: Path, cfg: DictConfig, hydra: DictConfig) -> None:
-    """Write Hydra's record of the job into ``<run>/.hydra/``, as Hydra would (the same files
-    and content), but through the atomic writer and only once the folder is locked:
-    ``config.yaml`` (the composed config), ``hydra.yaml`` (``hydra``, Hydra's own config) and
-    ``overrides.yaml`` (the command line's overrides)."""
-    (run_dir / rundir.CONFIG).parent.mkdir(exist_ok=True)
-    rundir.write_atomic(run_dir / rundir.CONFIG, OmegaConf.to_yaml(cfg))
-    rundir.write_atomic(run_dir / rundir.HYDRA, OmegaConf.to_yaml(hydra))
-    rundir.write_atomic(run_dir / rundir.OVERRIDES, OmegaConf.to_yaml(hydra.hydra.overrides.task))
-
-
-_JOB_LOG = "bockparse.job_log"  # the name of the handler that writes the job's log file
-
-
-def attach_job_log(run_dir: Path, hydra: DictConfig) -> None:
-    """Log to ``<run>/<job name>.log`` (``train.log``; under DDP, rank k's
-    ``train_ddp_process_k.log``) in the format of Hydra's job logging (``conf/hydra/
-    job_logging/console.yaml``), appending, opened without following a link (``O_NOFOLLOW``);
-    removed by :func:`detach_job_log`.
-
-    Raises:
-        bockparse.rundir.RunFolderError: the file cannot be opened (a planted link, say).
-    """
-    path = run_dir / f"{hydra.hydra.job.name}.log"
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-    try:
-        stream = open(os.open(path, flags, 0o666), "a", encoding="utf-8")
-    except OSError as err:
-        raise rundir.RunFolderError(
-            f"{path}: cannot open the run's log ({err.strerror}); a run never writes through a link"
-        ) from None
-    handler = logging.StreamHandler(stream)
-    handler.set_name(_JOB_LOG)
-    handler.setFormatter(logging.Formatter(hydra.hydra.job_logging.formatters.simple.format))
-    logging.getLogger().addHandler(handler)
-
-
-def detach_job_log() -> None:
-    """Close the log file of :func:`attach_job_log` (at the end of a job)."""
-    root = logging.getLogger()
-    for handler in [h for h in root.handlers if h.get_name() == _JOB_LOG]:
-        root.removeHandler(handler)
-        handler.close()
-        handler.stream.close()
-
 
 def run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None = None) -> dict[str, Any]:
     """Train, select, evaluate and write the outputs of one run; returns ``metrics.json``.
 
     The settings are checked first; then the run folder is locked for this process before
     anything is written into it (:class:`bockparse.rundir.RunLock`; under DDP by rank 0, the
-    other ranks write nothing but their own log) and checked (:func:`claim`), and a resumed
-    run's ``last.ckpt`` compared with ``cfg`` (:func:`check_resume`). Under Hydra (``hydra``:
-    Hydra's config of the job), ``.hydra/`` is written only then (:func:`write_hydra_config`),
-    and the job's log file opened (:func:`attach_job_log`; the caller detaches it).
+    other ranks write nothing but their own log) and claimed (:func:`.claim.claim`), and a
+    resumed run's ``last.ckpt`` compared with ``cfg`` (:func:`.resume.check_resume`). Under
+    Hydra (``hydra``: Hydra's config of the job), ``.hydra/`` is written only then, and the
+    job's log file opened (:func:`.loggers.attach_job_log`; the caller detaches it).
 
     Raises:
         SettingsError: a setting that cannot work, all named.
@@ -409,7 +146,7 @@ def _run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None) -> dict[str, 
         log.warning("resume=true but %s does not exist: starting afresh", last)
     precision_reason = resolve_run_precision(cfg, saved)
     if hydra is not None and getattr(rank_zero_only, "rank", 0) == 0:
-        write_hydra_config(run_dir, cfg, hydra)  # its trainer.precision: the one the run uses
+        rundir.write_hydra_config(run_dir, cfg, hydra)  # trainer.precision: the one it uses
     log_choices(cfg, run_dir)
     if resume is not None:
         log.info("%s %s at update %d", rundir.RESUMING, resume, resumed_step)
@@ -436,13 +173,8 @@ def _run(cfg: DictConfig, run_dir: Path, hydra: DictConfig | None) -> dict[str, 
     stop_reason = callbacks.decisions.stop_reason or f"max_steps={cfg.optim.max_steps} reached"
     log.info("training ended at update %d after %.1f s: %s", trainer.global_step, train_seconds,
              stop_reason)  # fmt: skip
+    checkpoints.log_summary(fit_seconds)
     best_step = module.schedule.best_step
-    written = checkpoints.bytes_written
-    writes = checkpoints.writes
-    log.info("checkpoints: best.ckpt %d× (%.1f MB), last.ckpt %d× (%.1f MB) over %d evaluations, "
-             "%.1f s (%.1f %% of training)", writes["best"], written["best"] / 1e6, writes["last"],
-             written["last"] / 1e6, checkpoints.evaluations, checkpoints.write_seconds,
-             100 * checkpoints.write_seconds / max(fit_seconds, 1e-9))  # fmt: skip
     log.info("evaluating best.ckpt (update %d) on dev and test", best_step)
     start = time.perf_counter()
     result: dict[str, Any] = evaluate(trainer, module, datamodule, writer, checkpoints.best_path,

@@ -209,6 +209,30 @@ def test_writing_predictions_replaces_only_head_and_deprel(fixtures: Path, tmp_p
     assert read(out, single_root=True)[0].heads == [0, 1, 2, 3, 4]
 
 
+def test_writing_a_taggers_tags_replaces_only_their_columns(fixtures: Path, tmp_path: Path) -> None:
+    path = fixtures / "valid" / "mwt_empty_nodes.conllu"
+    sentences = read(path)
+    tags = [{"upos": ["X"] * len(s), "feats": [f"N={i}" for i in range(len(s))]}
+            for s in sentences]  # fmt: skip
+    out = tmp_path / "tagged.conllu"
+    write_conllu(out, sentences, tags=tags)
+    for gold, pred in zip(path.read_text(encoding="utf-8").split("\n"),
+                          out.read_text(encoding="utf-8").split("\n"), strict=True):  # fmt: skip
+        gold_cols, pred_cols = gold.split("\t"), pred.split("\t")
+        if len(gold_cols) == 10 and gold_cols[0].isdigit():
+            kept = (0, 1, 2, 4, 6, 7, 8, 9)  # every column but UPOS and FEATS
+            assert [pred_cols[k] for k in kept] == [gold_cols[k] for k in kept]
+            assert pred_cols[3] == "X" and pred_cols[5].startswith("N=")
+        else:
+            assert pred == gold
+    with pytest.raises(DataError, match=re.escape("UPOS 'A\\tB' holds the control character")):
+        write_conllu(out, sentences, tags=[{"upos": ["A\tB"] * len(s)} for s in sentences])
+    with pytest.raises(ValueError, match=r"unknown tag fields \['lemmas'\]"):
+        write_conllu(out, sentences, tags=[{"lemmas": ["x"] * len(s)} for s in sentences])
+    with pytest.raises(ValueError, match=r"upos: expected \d+ values"):
+        write_conllu(out, sentences, tags=[{"upos": ["X"]} for _ in sentences])
+
+
 def test_write_checks_lengths(fixtures: Path, tmp_path: Path) -> None:
     sentences = read(fixtures / "valid" / "basic.conllu")
     with pytest.raises(ValueError, match="heads: expected 4 values for the sentence at line 1"):

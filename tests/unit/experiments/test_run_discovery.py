@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
+from bockparse.compat import current_keys
 from bockparse.experiments.runs import discover, metric, read_run
 from bockparse.rundir import CONFIG as CONFIG_FILE
-from bockparse.rundir import current_keys
 
 
 def test_finished_and_failed(make_run, tmp_path):

@@ -15,34 +15,10 @@ from bockparse.data.subwords import WordPieces
 from bockparse.heads.biaffine import BiaffineScorer
 from bockparse.model.biaffine import DeepBiaffine
 from bockparse.model.encoder import TransformerEncoder
-from bockparse.modelfile import nested_params
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "ud-english-ewt-sample" / "en_ewt-ud-train.conllu"
 CONF = ROOT / "conf"
-
-# Small sizes for fast tests; every input on.
-SMALL = dict(
-    use_words=True,
-    word_dim=8,
-    word_dropout=0.0,
-    use_chars=True,
-    char_dim=6,
-    char_hidden=8,
-    use_upos=True,
-    use_xpos=True,
-    use_feats=True,
-    tag_dim=4,
-    lstm_hidden=12,
-    lstm_layers=2,
-    dropout=0.0,
-    arc_hidden=10,
-    rel_hidden=6,
-    linearization=True,
-    distance=True,
-    aux_hidden=6,
-    biaffine_init_std=0.0,
-)
 
 
 def load_encoder_config(name: str, *overrides: str):
@@ -94,9 +70,14 @@ def collate(dataset):
 
 
 @pytest.fixture(scope="session")
-def small_sizes():
-    """Constructor arguments of a small scorer with every input on (no dropout)."""
-    return dict(SMALL)
+def small_sizes(small_head):
+    """``small_sizes(context=None, **own)``: a small biaffine scorer's arguments with every
+    input and Stanza's auxiliary scorers on, no dropout (``small_head``)."""
+
+    def sizes(context: dict | None = None, **own) -> dict:
+        return small_head(context, **{"linearization": True, "distance": True, **own})
+
+    return sizes
 
 
 @pytest.fixture(scope="session")
@@ -115,15 +96,14 @@ def make_encoder(tiny_config):
 
 
 @pytest.fixture(scope="session")
-def make_scorer(vocabs):
-    """``make_scorer(encoder, **overrides)``: a small scorer in eval mode, seeded, its biaffine
-    weights random (they start at zero, which would hide how scores depend on the inputs)."""
+def make_scorer(vocabs, small_sizes):
+    """``make_scorer(encoder, seed=0, context=None, **own)``: a small scorer (``small_sizes``)
+    in eval mode, seeded, its biaffine weights random (they start at zero, which would hide how
+    scores depend on the inputs)."""
 
-    def make(encoder, seed: int = 0, **overrides) -> BiaffineScorer:
+    def make(encoder, seed: int = 0, context: dict | None = None, **own) -> BiaffineScorer:
         torch.manual_seed(seed)
-        scorer = BiaffineScorer(
-            vocabs=vocabs, encoder=encoder, **nested_params({**SMALL, **overrides})
-        )
+        scorer = BiaffineScorer(vocabs=vocabs, encoder=encoder, **small_sizes(context, **own))
         for module in scorer.modules():
             if isinstance(module, DeepBiaffine):
                 torch.nn.init.normal_(module.weight, std=0.5)

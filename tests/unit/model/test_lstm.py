@@ -147,7 +147,7 @@ def packed_contextualize(scorer, batch) -> torch.Tensor:
 def test_scorer_equals_the_packed_code_path(make_scorer, make_encoder, collate):
     """Same weights, old and new code paths: the same character vectors, BiLSTM states and
     gradients; and the parameter count of the packed-path scorer (same modules)."""
-    scorer = make_scorer(make_encoder(), lstm_layers=3)
+    scorer = make_scorer(make_encoder(), context={"lstm_layers": 3})
     batch = collate([3, 0, 4, 11, 7])
     with torch.no_grad():
         torch.testing.assert_close(

@@ -9,7 +9,6 @@ import torch
 from bockparse.decoders import decode_batch
 from bockparse.heads.biaffine import BiaffineScorer
 from bockparse.losses import LocalCrossEntropy
-from bockparse.modelfile import nested_params
 
 MAX_STEPS = 300
 
@@ -32,8 +31,8 @@ def uas(scorer: BiaffineScorer, batch) -> float:
 def test_tiny_model_overfits_eight_sentences(vocabs, collate, make_encoder, small_sizes):
     batch = collate(list(range(8)))
     torch.manual_seed(0)
-    sizes = {**small_sizes, "lstm_hidden": 32, "arc_hidden": 32, "rel_hidden": 16}
-    scorer = BiaffineScorer(vocabs=vocabs, encoder=make_encoder(), **nested_params(sizes)).train()
+    sizes = small_sizes(context={"lstm_hidden": 32}, arc_hidden=32, rel_hidden=16)
+    scorer = BiaffineScorer(vocabs=vocabs, encoder=make_encoder(), **sizes).train()
     optimizer = torch.optim.Adam(scorer.parameters(), lr=3e-3)
     loss_fn = LocalCrossEntropy()
     history = []

@@ -12,7 +12,6 @@ from bockparse.data import UNK_INDEX
 from bockparse.heads.biaffine import BiaffineScorer
 from bockparse.losses import LocalCrossEntropy
 from bockparse.model import ParserScores
-from bockparse.modelfile import nested_params
 
 SPECIALS = 3  # PAD, UNK, ROOT: the first ids of every word-level vocabulary
 
@@ -88,7 +87,7 @@ def test_train_equals_eval_without_dropout(make_scorer, batch):
 
 
 def test_dropout_acts_in_training_only(make_scorer, batch):
-    scorer = make_scorer(None, dropout=0.5)
+    scorer = make_scorer(None, context={"dropout": 0.5})
     with torch.no_grad():
         evaluated = scorer(batch)
         torch.manual_seed(1)
@@ -113,8 +112,8 @@ SWITCHES = [
 def test_input_switch(switch, field, on, make_scorer, make_encoder, vocabs, batch):
     """With its switch on the scores depend on that input; off, not at all."""
     encoder = make_encoder() if switch != "encoder" or on else None
-    overrides = {} if switch == "encoder" else {switch: on}
-    scorer = make_scorer(encoder, **overrides)
+    context = {} if switch == "encoder" else {switch: on}
+    scorer = make_scorer(encoder, context=context)
     changed = perturbed(batch, field, vocabs)
     with torch.no_grad():
         before, after = scorer(batch), scorer(changed)
@@ -132,7 +131,7 @@ ONLY = ["use_words", "use_chars", "use_upos", "use_xpos", "use_feats", "encoder"
 def test_runs_with_a_single_input(only, make_scorer, make_encoder, batch):
     flags = {name: name == only for name in ONLY if name != "encoder"}
     encoder = make_encoder() if only == "encoder" else None
-    scorer = make_scorer(encoder, **flags)
+    scorer = make_scorer(encoder, context=flags)
     if encoder is None:
         batch = replace(batch, subwords=None)  # a data module without a tokenizer
     with torch.no_grad():
@@ -145,7 +144,7 @@ def test_runs_with_a_single_input(only, make_scorer, make_encoder, batch):
 def test_needs_an_input(vocabs, small_sizes):
     flags = {name: False for name in ONLY if name != "encoder"}
     with pytest.raises(ValueError, match="at least one input"):
-        BiaffineScorer(vocabs=vocabs, encoder=None, **nested_params({**small_sizes, **flags}))
+        BiaffineScorer(vocabs=vocabs, encoder=None, **small_sizes(context=flags))
 
 
 def test_encoder_needs_subwords(full, batch):
@@ -191,7 +190,7 @@ def test_auxiliary_terms_are_detached(make_scorer, batch):
 def test_word_dropout(make_scorer, batch):
     """Word dropout 1 in training is the eval output with every word id <unk> (ROOT kept)."""
     flags = {name: name == "use_words" for name in ONLY if name != "encoder"}
-    scorer = make_scorer(None, word_dropout=1.0, **flags)
+    scorer = make_scorer(None, context={"word_dropout": 1.0, **flags})
     unknown = replace(batch, words=batch.words.masked_fill(batch.mask, UNK_INDEX))
     with torch.no_grad():
         expected = scorer(unknown)
@@ -218,10 +217,10 @@ def test_biaffine_init_switch(vocabs, small_sizes, batch):
     """Zero biaffine weights (the default) give distance-only arc scores: in every column,
     heads at the same distance on either side tie; ``biaffine_init_std > 0`` breaks the ties."""
     torch.manual_seed(0)
-    zero = BiaffineScorer(vocabs=vocabs, encoder=None, **nested_params(small_sizes)).eval()
+    zero = BiaffineScorer(vocabs=vocabs, encoder=None, **small_sizes()).eval()
     torch.manual_seed(0)
-    sizes = {**small_sizes, "biaffine_init_std": 0.1}
-    drawn = BiaffineScorer(vocabs=vocabs, encoder=None, **nested_params(sizes)).eval()
+    sizes = small_sizes(biaffine_init_std=0.1)
+    drawn = BiaffineScorer(vocabs=vocabs, encoder=None, **sizes).eval()
     biaffines = [zero.arc, zero.rel, zero.linearization, zero.distance]
     assert all(not b.weight.any() for b in biaffines)
     for b in (drawn.arc, drawn.rel, drawn.linearization, drawn.distance):

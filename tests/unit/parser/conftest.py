@@ -1,5 +1,6 @@
-"""Parsers for the ``Parser`` tests: untrained ones built in-process (fast), and one real run of
-``bockparse-train experiment=smoke model=biaffine-notags`` shared by every test worker."""
+"""Parsers for the ``Parser`` tests: untrained ones built in-process (fast), and real runs of
+``bockparse-train experiment=smoke model=biaffine-notags`` (and of a joint tagger model) shared
+by every test worker."""
 
 from __future__ import annotations
 
@@ -96,3 +97,11 @@ def stanza_options_run(tmp_path_factory) -> Path:
     ``augment_nopunct`` (here 0.5)."""
     return _shared_run(tmp_path_factory, "parser-stanza-options-run", "data.min_word_freq=7",
                        "data.lowercase_words=true", "data.augment_nopunct=0.5")  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def tagger_run(tmp_path_factory) -> Path:
+    """The smoke run of a joint tagger model that reads the tags it predicts (UPOS, XPOS and
+    FEATS inputs, ``model=biaffine-tagger``'s settings on the smoke sizes)."""
+    return _shared_run(tmp_path_factory, "parser-tagger-run", "model/context=bilstm",
+                       "+model/tagger=mlp")  # fmt: skip

@@ -126,8 +126,9 @@ def test_pre_tokenized_input_with_tags_and_its_errors(untrained):
         "(model.context.use_xpos: true), FEATS (model.context.use_feats: true) but the input "
         "has no UPOS, XPOS, FEATS (_ on every word): give UPOS, XPOS, FEATS (CoNLL-U column "
         "4, 5, 6, or 'upos', 'xpos', 'feats' in each pre-tokenized sentence), or use a model "
-        "that reads words only: trained with model/context=notags (bockparse-train "
-        "model=biaffine-notags ..., or model/context=notags with any model)"
+        "that tags its input or reads words only: trained with a joint tagger (bockparse-train "
+        "model=biaffine-tagger ..., or +model/tagger=mlp with any model) or without tag inputs "
+        "(model=biaffine-notags, or model/context=notags with any model)"
     )
     with pytest.raises(DataError, match=r"has no XPOS \(_ on every word\): give XPOS \(CoNLL"):
         parser.predict([{**tagged, "xpos": ["_", "_", "_"]}])

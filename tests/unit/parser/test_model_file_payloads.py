@@ -87,11 +87,12 @@ def edit_config(run: Path, change) -> Path:
 def test_every_parameter_a_file_may_give_has_a_stated_range():
     from bockparse.model.context import Contextualizer
     from bockparse.model.encoder import TransformerEncoder, random_bert
+    from bockparse.model.tagger import Tagger
     from bockparse.modelfile import PARAMETERS, model_kinds
 
-    callees = [*model_kinds().values(), Contextualizer, TransformerEncoder, random_bert]
+    callees = [*model_kinds().values(), Contextualizer, Tagger, TransformerEncoder, random_bert]
     taken = {name for c in callees for name in inspect.signature(c).parameters}
-    built = {"self", "vocabs", "encoder", "transformer", "context"}  # passed by the code
+    built = {"self", "vocabs", "encoder", "transformer", "context", "tagger", "width"}  # by code
     assert taken - built == set(PARAMETERS)
 
 

@@ -93,9 +93,10 @@ def test_a_model_that_reads_tags_is_refused_and_so_is_a_doc_without_sentences(
     assert str(refused.value) == (
         "the model reads UPOS, XPOS, FEATS (model.context.use_upos: true, "
         "model.context.use_xpos: true, model.context.use_feats: true), which spaCy's tokens do "
-        "not have: parse raw text with a model that reads words only: trained with "
-        "model/context=notags (bockparse-train model=biaffine-notags ..., or model/context="
-        "notags with any model)"
+        "not have: parse raw text with a model that tags its input or reads words only: trained "
+        "with a joint tagger (bockparse-train model=biaffine-tagger ..., or +model/tagger=mlp "
+        "with any model) or without tag inputs (model=biaffine-notags, or model/context=notags "
+        "with any model)"
     )
     bare = spacy.blank("en")  # no sentence splitter
     bare.add_pipe("bockparse", config={"model": str(model_file)})
@@ -180,6 +181,17 @@ def test_cli_text_writes_conllu_and_svg(model_file, tmp_path, monkeypatch, capsy
     capsys.readouterr()
 
 
+def test_cli_text_with_a_tagger_model_writes_its_tags(tagger_file, tmp_path, capsys):
+    out = tmp_path / "out.conllu"
+    assert predict_cli([str(tagger_file), "--text", ENGLISH, "--out", str(out)]) == 0
+    capsys.readouterr()
+    sentences = read_conllu(out, single_root=True, on_malformed="error")
+    doc = _nlp("en", tagger_file)(ENGLISH)
+    assert [(s.upos, s.xpos, s.heads) for s in sentences] == [
+        (p.upos, p.xpos, p.heads) for p in rawtext.parsed_sentences(doc)]  # fmt: skip
+    assert any(u != "_" for s in sentences for u in s.upos)
+
+
 def test_cli_text_with_a_model_that_reads_tags_is_one_line(tagged_file, tmp_path, capsys):
     out = tmp_path / "out.conllu"
     assert predict_cli([str(tagged_file), "--text", "Dogs bark.", "--out", str(out)]) == 1
@@ -188,8 +200,50 @@ def test_cli_text_with_a_model_that_reads_tags_is_one_line(tagged_file, tmp_path
     assert not out.exists()
 
 
-def test_relation_labels_are_escaped_in_the_drawing():
-    sentence = rawtext.ParsedSentence(["a", "<b>"], [0, 1], ["root", "x<script>"], [True, False])
+def test_relation_labels_and_tags_are_escaped_in_the_drawing():
+    sentence = rawtext.ParsedSentence(["a", "<b>"], ["X<i>", "_"], ["_", "_"], ["_", "_"],
+                                      [0, 1], ["root", "x<script>"], [True, False])  # fmt: skip
     drawing = rawtext.svg([sentence])
     assert "<script>" not in drawing and "x&lt;script&gt;" in drawing and "&lt;b&gt;" in drawing
+    assert "<i>" not in drawing and "X&lt;i&gt;" in drawing
     ET.fromstring(drawing)
+
+
+@pytest.fixture(scope="module")
+def tagger_file(untrained, tmp_path_factory) -> Path:
+    """A tiny model with a joint tagger whose UPOS, XPOS and FEATS it reads (random weights)."""
+    path = tmp_path_factory.mktemp("tagger") / "model.pt"
+    untrained("model=biaffine-tagger").save(path)
+    return path
+
+
+@pytest.mark.parametrize(("lang", "text"), [("en", ENGLISH), ("zh", CHINESE)], ids=["en", "zh"])
+def test_the_component_sets_the_taggers_tags(lang, text, tagger_file):
+    from spacy.parts_of_speech import IDS
+
+    doc = _nlp(lang, tagger_file)(text)
+    sentences = [s for s in doc.sents if any(not t.is_space for t in s)]
+    parser = rawtext.Parser.load(tagger_file)
+    expected = parser.predict([[t.text for t in s if not t.is_space] for s in sentences])
+    tagged = 0
+    for sent, tree in zip(sentences, expected, strict=True):
+        tokens = [t for t in sent if not t.is_space]
+        for token, upos, xpos, feats in zip(tokens, tree.upos, tree.xpos, tree.feats,
+                                            strict=True):  # fmt: skip
+            assert token.pos_ == (upos if upos in IDS else "")
+            assert token.tag_ == ("" if xpos == "_" else xpos)
+            assert str(token.morph) == ("" if feats == "_" else feats)
+            tagged += token.pos_ != ""
+        heads = [0 if t.head.i == t.i else tokens.index(t.head) + 1 for t in tokens]
+        assert heads == tree.heads
+    assert tagged > 0 and doc.has_annotation("TAG")
+    for token in doc:
+        if token.is_space:
+            assert token.tag_ == "" and str(token.morph) == ""
+    parsed = rawtext.parsed_sentences(doc)
+    assert [p.upos for p in parsed] == [[t.pos_ or "_" for t in s if not t.is_space]
+                                        for s in sentences]  # fmt: skip
+    conllu = rawtext.conllu(parsed)
+    first = parsed[0]
+    line = ["1", first.forms[0], "_", first.upos[0], first.xpos[0], first.feats[0]]
+    assert "\t".join(line) in conllu

@@ -196,8 +196,8 @@ def test_bad_model_paths_are_clear_errors(smoke_run, tmp_path):
 def test_run_settings_read_every_config_layout(smoke_run):
     from omegaconf import OmegaConf
 
+    from bockparse.compat import current_keys
     from bockparse.parser import run_settings
-    from bockparse.rundir import current_keys
 
     saved = OmegaConf.to_container(OmegaConf.load(smoke_run / ".hydra" / "config.yaml"))
     flat = {k: v for k, v in saved.items() if k != "condition"}

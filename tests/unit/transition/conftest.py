@@ -11,36 +11,13 @@ import torch
 from bockparse.data import Collator, ParserDataset, Vocabs, read_conllu
 from bockparse.decoders.eisner import is_projective
 from bockparse.heads.transition import TransitionParser
-from bockparse.modelfile import nested_params
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "ud-english-ewt-sample"
 
-# Small sizes for fast tests; every input on, no dropout.
-SMALL = dict(
-    use_words=True,
-    word_dim=8,
-    word_dropout=0.0,
-    use_chars=True,
-    char_dim=6,
-    char_hidden=8,
-    use_upos=True,
-    use_xpos=True,
-    use_feats=True,
-    tag_dim=4,
-    lstm_hidden=12,
-    lstm_layers=1,
-    dropout=0.0,
-    arc_hidden=16,
-    rel_hidden=6,
-    linearization=False,
-    distance=False,
-    aux_hidden=6,
-    biaffine_init_std=0.0,
-    projective_only=True,
-    stack_features=3,
-    buffer_features=1,
-)
+# The transition head's own arguments in the tests (its sizes: small_head's).
+OWN = dict(projective_only=True, stack_features=3, buffer_features=1, linearization=False,
+           distance=False)  # fmt: skip
 
 
 def gold_heads(sentence) -> np.ndarray:
@@ -95,15 +72,14 @@ def nonprojective_ids(sentences):
 
 
 @pytest.fixture(scope="session")
-def make_parser(vocabs):
-    """``make_parser(system, seed=0, **overrides)``: a small parser in eval mode, seeded, its
-    relation biaffine random (it starts at zero)."""
+def make_parser(vocabs, small_head):
+    """``make_parser(system, seed=0, context=None, **own)``: a small parser (``small_head``,
+    :data:`OWN`) in eval mode, seeded, its relation biaffine random (it starts at zero)."""
 
-    def make(system: str, seed: int = 0, **overrides) -> TransitionParser:
+    def make(system: str, seed: int = 0, context: dict | None = None, **own) -> TransitionParser:
         torch.manual_seed(seed)
-        parser = TransitionParser(
-            vocabs=vocabs, encoder=None, system=system, **nested_params({**SMALL, **overrides})
-        )
+        arguments = small_head(context, system=system, **{**OWN, **own})
+        parser = TransitionParser(vocabs=vocabs, encoder=None, **arguments)
         torch.nn.init.normal_(parser.rel.weight, std=0.5)
         return parser.eval()
 

@@ -76,7 +76,7 @@ def test_predict_only_takes_allowed_transitions_and_builds_single_root_trees(
 
     monkeypatch.setattr(parser.system, "apply", checked)
     batch = collate(list(range(24)))
-    heads, rels = parser.predict(batch)
+    heads, rels, _ = parser.predict(batch)
     lengths = batch.lengths.tolist()
     assert len(taken) == 2 * sum(lengths)
     assert heads.dtype == torch.int64 and heads.shape == batch.mask.shape
@@ -90,7 +90,7 @@ def test_predict_only_takes_allowed_transitions_and_builds_single_root_trees(
 def test_relations_are_the_best_at_the_predicted_heads(make_parser, collate):
     parser = make_parser("arc-eager")
     batch = collate(list(range(5)))
-    heads, rels = parser.predict(batch)
+    heads, rels, _ = parser.predict(batch)
     with torch.no_grad():
         rel = parser.rel(parser.context.contextualize(batch))  # [B, N, N, R]
     for b, n in enumerate(batch.lengths.tolist()):
@@ -139,7 +139,7 @@ def test_training_on_the_oracle_reproduces_the_gold_trees(make_parser, collate, 
         optimizer.zero_grad()
         out.loss.backward()
         optimizer.step()
-    heads, rels = parser.eval().predict(batch)
+    heads, rels, _ = parser.eval().predict(batch)
     assert torch.equal(heads, batch.heads)
     assert (rels[batch.mask] == batch.rels[batch.mask]).all()
 
@@ -158,7 +158,7 @@ def test_feature_items_set_the_classifier_input(make_parser, collate, stack, buf
     parser = make_parser("arc-eager", stack_features=stack, buffer_features=buffer)
     assert parser.classifier[0].in_features == (stack + buffer) * 2 * 12
     batch = collate([0, 1])
-    heads, _ = parser.predict(batch)
+    heads, _, _ = parser.predict(batch)
     assert all(is_tree(h, single_root=True) for h in tree_rows(heads, batch.lengths.tolist()))
 
 

@@ -30,7 +30,7 @@ Configured by ``conf/model/transition.yaml`` (``model=transition``, trained with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from torch import nn
 from ...data.batch import Batch
 from ...data.vocab import Vocabs
 from ...model.encoder import TransformerEncoder
+from ...model.tagger import TagScores
 from ...predict import best_relations
 from ..common import ContextHead
 from .oracle import NonProjectiveError, oracle_walk
@@ -59,6 +60,7 @@ class TransitionScores:
         rel: float ``[B, N, N, R]``, head-major relation scores (as ``ParserScores.rel``).
         kept: bool ``[B]``: the sentences scored; False for a non-projective gold tree left out
             under ``projective_only``.
+        tags: the joint tagger's scores, or ``None`` without a tagger.
     """
 
     logits: torch.Tensor
@@ -66,6 +68,7 @@ class TransitionScores:
     valid: torch.Tensor
     rel: torch.Tensor
     kept: torch.Tensor
+    tags: TagScores | None = None
 
 
 class TransitionParser(ContextHead):
@@ -85,9 +88,11 @@ class TransitionParser(ContextHead):
         rel_hidden: relation MLP width.
         linearization, distance, aux_hidden: Stanza's auxiliary arc-score terms have no place in
             a transition parser: both must be False (``aux_hidden`` is then unused).
+        tagger: as :class:`~bockparse.heads.common.ContextHead` (``None``: no tagger).
 
     Raises:
-        ValueError: an auxiliary term is on, an unknown system, or no feature item.
+        ValueError: an auxiliary term is on, an unknown system, or no feature item; as
+            :class:`~bockparse.heads.common.ContextHead`.
     """
 
     def __init__(
@@ -106,6 +111,7 @@ class TransitionParser(ContextHead):
         distance: bool,
         aux_hidden: int,
         biaffine_init_std: float,
+        tagger: Mapping[str, Any] | None = None,
     ):
         if linearization or distance:
             raise ValueError(
@@ -117,9 +123,8 @@ class TransitionParser(ContextHead):
                 f"need at least one feature item, got stack_features={stack_features}, "
                 f"buffer_features={buffer_features}"
             )
-        super().__init__(
-            vocabs=vocabs, encoder=encoder, context=context, biaffine_init_std=biaffine_init_std
-        )
+        super().__init__(vocabs=vocabs, encoder=encoder, context=context,
+                         biaffine_init_std=biaffine_init_std, tagger=tagger)  # fmt: skip
         width = self.width
         self.rel = self.biaffine(rel_hidden, self.num_rels)
         self.system = get_system(system)
@@ -153,15 +158,16 @@ class TransitionParser(ContextHead):
         picked = flat[torch.from_numpy(index).to(x.device)]  # [T, F, W]
         return picked.reshape(len(items), -1)
 
-    def forward(self, batch: Batch) -> TransitionScores:
-        """Score the static oracle's configurations of the batch's gold trees.
+    def forward(self, batch: Batch, gold: Collection[str] | None = None) -> TransitionScores:
+        """Score the static oracle's configurations of the batch's gold trees (and the tags,
+        with a tagger; ``gold`` as :meth:`~bockparse.heads.common.ContextHead.contextualize`).
 
         Time: the encoder, the relation biaffine, and O(n) Python per sentence for the oracle.
 
         Raises:
             NonProjectiveError: a gold tree is non-projective and ``projective_only`` is False.
         """
-        x = self.context.contextualize(batch)  # [B, N, W]
+        x, tags = self.contextualize(batch, gold)  # [B, N, W]
         rel = self.rel(x)  # [B, N, N, R]
         gold = batch.heads.cpu().numpy()
         lengths = batch.lengths.tolist()
@@ -202,21 +208,29 @@ class TransitionParser(ContextHead):
             valid=torch.tensor(valid, dtype=torch.bool, device=device).reshape(-1, K),
             rel=rel,
             kept=torch.from_numpy(kept).to(device),
+            tags=tags,
         )
 
     @torch.no_grad()
-    def predict(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    def predict(
+        self, batch: Batch, gold: Collection[str] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, TagScores | None]:
         """Greedy trees: at each step the best allowed transition, then relations at the heads.
 
         Time: ``2 max n`` classifier calls on the unfinished sentences, O(n) Python per
         sentence, and the relation biaffine.
 
+        Args:
+            batch: the batch.
+            gold: as :meth:`~bockparse.heads.common.ContextHead.contextualize`.
+
         Returns:
-            int64 ``[B, N]`` heads and relation ids on the batch's device, ``-1`` at ROOT and
-            padding, as :func:`bockparse.predict.predict_trees`; every row is a projective
-            single-root tree.
+            ``(heads, rels, tags)``: int64 ``[B, N]`` heads and relation ids on the batch's
+            device, ``-1`` at ROOT and padding, as :func:`bockparse.predict.predict_trees`
+            (every row a projective single-root tree), and the tagger's scores (``None``
+            without a tagger).
         """
-        x = self.context.contextualize(batch)  # [B, N, W]
+        x, tags = self.contextualize(batch, gold)  # [B, N, W]
         B, N, _ = x.shape
         system, kinds = self.system, self.system.kinds
         configs = [system.initial(n) for n in batch.lengths.tolist()]
@@ -233,4 +247,4 @@ class TransitionParser(ContextHead):
         for b, c in enumerate(configs):
             heads[b, 1 : c.n + 1] = c.heads[1:]
         heads = torch.from_numpy(heads).to(x.device)
-        return heads, best_relations(self.rel.at(x, heads), heads)
+        return heads, best_relations(self.rel.at(x, heads), heads), tags
