@@ -50,6 +50,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -116,17 +117,50 @@ def torch_threads_seen(setup: Setup) -> int:
                               text=True).stdout)  # fmt: skip
 
 
+def bockparse_arguments(
+    data: Path,
+    seed: int,
+    updates: int,
+    run_dir: Path,
+    setup: Setup,
+    eval_every: int = 100,
+    schedule: Sequence[str] = STANZA_SCHEDULE,
+) -> list[str]:
+    """``bockparse-train``'s overrides for a run of ``experiment=table1-ud-gsd`` (module doc)
+    in ``run_dir``: local CE, ``updates`` updates, dev evaluation every ``eval_every``, the
+    ``schedule`` overrides (Stanza's by default; none: the preset's)."""
+    return ["experiment=table1-ud-gsd", "condition=local-ce", f"data.root={data}",
+            f"seed={seed}", f"optim.max_steps={updates}", f"optim.eval_every={eval_every}",
+            *schedule, *setup.bockparse_overrides(), "logger.wandb.enabled=false",
+            "trainer.enable_progress_bar=false", f"hydra.run.dir={run_dir}"]  # fmt: skip
+
+
+def stanza_train_arguments(
+    data: Path, seed: int, updates: int, run_dir: Path, setup: Setup, eval_interval: int = 100
+) -> list[str]:
+    """``python -m stanza.models.parser``'s arguments for a training run with the preset's
+    sizes (module doc) in ``run_dir``: ``updates`` updates, dev evaluation every
+    ``eval_interval``; its best model is saved there."""
+    return ["--mode", "train", "--train_file", str(data / TRAIN), "--eval_file", str(data / DEV),
+            "--output_file", str(run_dir / "dev.conllu"), *stanza_model_arguments(run_dir),
+            "--max_steps", str(updates), "--eval_interval", str(eval_interval), "--seed",
+            str(seed), *setup.stanza_arguments()]  # fmt: skip
+
+
+def stanza_model_arguments(run_dir: Path) -> list[str]:
+    """The arguments that name a Stanza model in ``run_dir`` (training or prediction)."""
+    return ["--lang", "zh-hans", "--shorthand", "zh-hans_gsd", "--no_pretrain", "--batch_size",
+            "1000", "--save_dir", str(run_dir), "--cpu"]  # fmt: skip
+
+
 def bockparse_curve(
     data: Path, seed: int, updates: int, work: Path, setup: Setup, train: bool = True
 ) -> dict[int, float]:
     """Train bockparse (module doc), unless ``train`` is False; dev LAS by update so far."""
     run_dir = work / "bockparse" / f"seed{seed}"
     if train and not (run_dir / "metrics.json").is_file():
-        cmd = [sys.executable, "-m", "bockparse.training.train", "experiment=table1-ud-gsd",
-               "condition=local-ce", f"data.root={data}", f"seed={seed}",
-               f"optim.max_steps={updates}", "optim.eval_every=100", *STANZA_SCHEDULE,
-               *setup.bockparse_overrides(), "logger.wandb.enabled=false",
-               "trainer.enable_progress_bar=false", f"hydra.run.dir={run_dir}"]  # fmt: skip
+        cmd = [sys.executable, "-m", "bockparse.training.train",
+               *bockparse_arguments(data, seed, updates, run_dir, setup)]  # fmt: skip
         subprocess.run(cmd, cwd=REPO, env=setup.env(), check=True, stdout=subprocess.DEVNULL)
     curve: dict[int, float] = {}
     if not (run_dir / "csv" / "metrics.csv").is_file():
@@ -150,13 +184,8 @@ def stanza_curve(
         return {}
     if train and (not log.is_file() or f"step {updates}:" not in log.read_text(encoding="utf-8")):
         run_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "stanza.models.parser", "--mode", "train",
-               "--train_file", str(data / TRAIN), "--eval_file", str(data / DEV),
-               "--output_file", str(run_dir / "dev.conllu"), "--lang", "zh-hans",
-               "--shorthand", "zh-hans_gsd", "--no_pretrain", "--batch_size", "1000",
-               "--max_steps", str(updates), "--eval_interval", "100",
-               "--save_dir", str(run_dir), "--seed", str(seed), "--cpu",
-               *setup.stanza_arguments()]  # fmt: skip
+        cmd = [sys.executable, "-m", "stanza.models.parser",
+               *stanza_train_arguments(data, seed, updates, run_dir, setup)]  # fmt: skip
         with open(log, "w", encoding="utf-8") as out:
             subprocess.run(cmd, cwd=run_dir, env=setup.env(), check=True, stdout=out,
                            stderr=subprocess.STDOUT)  # fmt: skip
@@ -185,9 +214,8 @@ def same_scorer(data: Path, seed: int, work: Path, setup: Setup) -> dict[str, tu
     pred = run_dir / f"dev-best-{best[0]}.conllu"  # the model saved at that evaluation
     if not pred.is_file():
         cmd = [sys.executable, "-m", "stanza.models.parser", "--mode", "predict",
-               "--eval_file", gold, "--output_file", str(pred), "--lang", "zh-hans",
-               "--shorthand", "zh-hans_gsd", "--no_pretrain", "--batch_size", "1000",
-               "--save_dir", str(run_dir), "--cpu"]  # fmt: skip
+               "--eval_file", gold, "--output_file", str(pred),
+               *stanza_model_arguments(run_dir)]  # fmt: skip
         subprocess.run(cmd, cwd=run_dir, env=setup.env(), check=True, capture_output=True)
     checks["stanza"] = (best[1], evaluate_files(gold, str(pred))["las"])
     return checks

@@ -291,7 +291,7 @@ def forward_gflops(scorer, batch) -> dict[str, float]:
     """
     B, N = batch.mask.shape
     chars = batch.chars[(batch.chars != PAD_INDEX).any(-1)]
-    M, C = torch.unique(chars, dim=0).shape
+    steps = int((torch.unique(chars, dim=0) != PAD_INDEX).sum())  # each word over its own
     lstm, char_lstm = scorer.context.lstm, scorer.context.char_model.lstm
     H = lstm.hidden_size
     word = sum(
@@ -299,7 +299,7 @@ def forward_gflops(scorer, batch) -> dict[str, float]:
         for layer in range(lstm.num_layers)
     )
     Hc = char_lstm.hidden_size
-    char = 2 * 2 * 4 * Hc * (char_lstm.input_size + Hc) * M * C
+    char = 2 * 2 * 4 * Hc * (char_lstm.input_size + Hc) * steps
     biaffine = 0
     for m in (scorer.arc, scorer.rel, scorer.linearization, scorer.distance):
         O, K1, _ = m.weight.shape

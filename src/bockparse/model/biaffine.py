@@ -61,19 +61,29 @@ class DeepBiaffine(nn.Module):
 
     def at(self, x: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:
         """The scores of the pairs ``heads[b, d] -> d`` alone: :meth:`forward`'s
-        ``[b, heads[b, d], d, :]`` up to float rounding, in O(B N K (K O)) time and O(B N O)
-        output memory instead of O(B N^2 O).
+        ``[b, heads[b, d], d, :]`` up to float rounding at every word.
+
+        ``[u_h; 1] W`` is computed once for each distinct head of the batch's words (UD
+        Chinese-GSD's development trees have 5,248 distinct heads, ROOT included, for 12,663
+        words), then each word's pair: O(H K (K O) + W K O) time for ``H`` distinct heads and
+        ``W`` words, and O(B N O) output memory, instead of :meth:`forward`'s
+        O(B N K (K O) + B N^2 K O) and O(B N^2 O).
 
         Args:
             x: float ``[B, N, D]``.
-            heads: int64 ``[B, N]``; ``-1`` (ROOT, padding) is scored as head 0.
+            heads: int64 ``[B, N]``; ``-1`` at ROOT and padding, which get no scores.
 
         Returns:
-            float ``[B, N, O]``.
+            float ``[B, N, O]``, 0 where ``heads`` is ``-1``.
         """
+        B, N, _ = x.shape
         u = self._project(self.head_mlp, x)  # [B, N, K + 1]
         v = self._project(self.dep_mlp, x)  # [B, N, K + 1]
-        index = heads.clamp(min=0)[..., None].expand(-1, -1, u.shape[-1])
-        at_head = u.gather(1, index)  # [B, N, K + 1]: each dependent's head's vector
-        left = torch.einsum("bdi,oij->bdoj", at_head, self.weight)  # [B, N, O, K + 1]
-        return torch.einsum("bdoj,bdj->bdo", left, v)
+        words = heads >= 0  # [B, N]
+        sentence = torch.arange(B, device=heads.device)[:, None]
+        rows, inverse = torch.unique((heads + N * sentence)[words], return_inverse=True)  # [H]
+        left = torch.einsum("hi,oij->hoj", u.reshape(B * N, -1)[rows], self.weight)  # [H, O, K+1]
+        scores = torch.einsum("woj,wj->wo", left[inverse], v[words])  # [W, O]
+        out = scores.new_zeros(B, N, scores.shape[-1])
+        out[words] = scores
+        return out

@@ -37,8 +37,13 @@ Untagged = tuple[list[torch.Tensor], list[torch.Tensor]]
 class CharacterModel(nn.Module):
     """Word vectors from characters: a BiLSTM's final states, projected (no bias).
 
-    Each distinct character sequence of the batch is run once, all of them in one fused
-    BiLSTM call over the padded characters (:func:`~bockparse.model.lstm.bilstm`).
+    Each distinct character sequence of the batch is run once, over its own characters only:
+    the distinct words are grouped by length and each group is one fused BiLSTM call
+    (:func:`~bockparse.model.lstm.bilstm`) without a padding step. One padded block of all of
+    them would run every word as long as the batch's longest: 4.98 times the characters over
+    an epoch of UD Chinese-GSD's 1,000-word training batches. The groups give that block's
+    final states up to float rounding, and draw the same dropout masks (on the padded block of
+    embeddings and on the final states).
 
     Args:
         num_chars: character vocabulary size (``PAD_INDEX`` pads a word's characters).
@@ -73,12 +78,32 @@ class CharacterModel(nn.Module):
         present = lengths > 0
         words, inverse = torch.unique(chars[present], dim=0, return_inverse=True)  # [M, C]
         word_lengths = (words != PAD_INDEX).sum(-1)  # [M]
-        # [2, M, hidden]: each direction's last state
-        _, final = bilstm(self.lstm, self.dropout(self.embedding(words)), word_lengths)
+        final = self.final_states(self.dropout(self.embedding(words)), word_lengths)
         vectors = self.projection(self.dropout(torch.cat([final[0], final[1]], dim=-1)))
         out = vectors.new_zeros(B, N, self.output_size)
         out[present] = vectors[inverse]
         return out
+
+    def final_states(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Each direction's last state of the BiLSTM over each word, run by length groups.
+
+        Args:
+            x: float ``[M, C, char_dim]``, word ``m``'s characters in ``x[m, :lengths[m]]``.
+            lengths: int64 ``[M]``, each in ``1..C``.
+
+        Returns:
+            float ``[2, M, hidden]`` (forward: at each word's last character; reverse: at its
+            first), as :func:`~bockparse.model.lstm.bilstm`'s ``final``. Time
+            O(sum(lengths) H (D + H)) in one call per distinct length.
+        """
+        order = torch.argsort(lengths, stable=True)  # [M]: shortest first
+        sizes, counts = torch.unique_consecutive(lengths[order], return_counts=True)
+        grouped, states, start = x[order], [], 0
+        for size, count in zip(sizes.tolist(), counts.tolist(), strict=True):
+            group = grouped[start : start + count, :size]  # [count, size, char_dim]
+            states.append(bilstm(self.lstm, group, lengths[order[start : start + count]])[1])
+            start += count
+        return torch.cat(states, dim=1)[:, torch.argsort(order)]  # [2, M, hidden]
 
 
 class Contextualizer(nn.Module):

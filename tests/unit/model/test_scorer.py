@@ -93,7 +93,8 @@ def test_dropout_acts_in_training_only(make_scorer, batch):
         torch.manual_seed(1)
         trained = scorer.train()(batch)
     assert not torch.allclose(evaluated.arc, trained.arc)
-    assert torch.equal(evaluated.arc, scorer.eval()(batch).arc)
+    with torch.no_grad():  # as above: oneDNN's LSTM rounds some shapes apart with a graph
+        assert torch.equal(evaluated.arc, scorer.eval()(batch).arc)
 
 
 SWITCHES = [

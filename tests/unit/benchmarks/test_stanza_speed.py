@@ -1,0 +1,107 @@
+"""``benchmarks/stanza_speed.py`` on fixtures: the update timer, the window of updates 2..U,
+the tables and ratios from run folders; and ``stanza_parity``'s command helpers it shares."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+speed = load("stanza_speed")
+parity = sys.modules["stanza_parity"]  # imported by stanza_speed from its folder
+
+
+def records(seconds: list[float], words: list[int]) -> list[dict]:
+    out, end = [], 100.0
+    for s, w in zip(seconds, words, strict=True):
+        end += s + 0.5  # half a second of loading between updates
+        out.append({"seconds": s, "words": w, "end": end, "threads": 2})
+    return out
+
+
+def test_the_timer_records_each_call_with_its_words():
+    calls: list[dict] = []
+    fn = speed.timed(lambda x, batch, flag=False: (x, flag), calls, lambda _x, b, **_: len(b))
+    assert fn(1, [1, 2, 3], flag=True) == (1, True)
+    fn(2, [4])
+    assert [c["words"] for c in calls] == [3, 1]
+    assert all(c["seconds"] >= 0 and c["threads"] >= 1 for c in calls)
+    assert calls[0]["end"] <= calls[1]["end"]
+
+
+def test_updates_two_to_u_are_timed():
+    summary = speed.training_summary(records([9.0, 1.0, 2.0, 1.0, 7.0], [50, 100, 300, 100, 1]), 4)
+    assert summary["words"] == 500 and summary["seconds"] == 4.0  # updates 2, 3, 4
+    assert summary["words/s"] == 125.0 and summary["median ms"] == 1000.0
+    assert summary["wall"] == pytest.approx(5.5)  # end of update 1 to end of update 4
+    with pytest.raises(ValueError, match="3 updates timed, 4 needed"):
+        speed.training_summary(records([1.0, 1.0, 1.0], [1, 1, 1]), 4)
+
+
+def run_folder(work: Path, system: str, pair: int, seconds: list[float], passes: list[float]):
+    folder = work / system / f"pair{pair}"
+    folder.mkdir(parents=True)
+    (folder / speed.TIMINGS).write_text(json.dumps(
+        {"updates": records(seconds, [1000] * len(seconds))}))  # fmt: skip
+    (folder / "prediction.json").write_text(json.dumps(
+        {"seconds": passes, "words": 12000, "sentences": 500, "threads": 2,
+         "precision": "32-true"}))  # fmt: skip
+
+
+def test_tables_and_ratios_from_run_folders(tmp_path, capsys):
+    work = tmp_path / "work"
+    run_folder(work, "bockparse", 1, [5.0, 1.0, 1.0], [4.0, 6.0, 5.0])
+    run_folder(work, "stanza", 1, [5.0, 2.0, 2.0], [10.0, 10.0, 10.0])
+    run_folder(work, "bockparse", 2, [5.0, 1.0, 1.0], [5.0])  # Stanza's pair 2 did not finish
+    setup = {"date": "2026-12-06", "cpu": "a CPU", "cpus": 2, "threads": 2, "torch": "2.x",
+             "machine": "x86_64"}  # fmt: skip
+    (work / "setup.json").write_text(json.dumps(setup))
+    out = tmp_path / "speed.md"
+    argv = ["--report-only", "--updates", "3", "--work", str(work), "--output", str(out)]
+    assert speed.main(argv) == 0
+    text = out.read_text()
+    assert text == capsys.readouterr().out
+    assert "## Training: updates 2–3" in text
+    assert "| 1 | bockparse | 2 | 2,000 | 2.0 | 1000 | 1,000 | 3.0 | 667 |" in text
+    assert "| 1 | stanza | 2 | 2,000 | 4.0 | 2000 | 500 | 5.0 | 400 |" in text
+    assert "**2.00×** (update time), 1.67× (wall)" in text  # pair 1 alone: pair 2 incomplete
+    assert "| 1 | bockparse | 32-true | 2 | 500 | 12,000 | 5.00 | 2,400 |" in text
+    assert "bockparse / Stanza, words/s over the complete pairs: **2.00×**." in text
+    assert "Incomplete pairs (one system only): 2." in text
+
+
+def test_a_used_work_folder_is_refused(tmp_path):
+    (tmp_path / "old").mkdir()
+    with pytest.raises(SystemExit):
+        speed.main(["--data", str(tmp_path), "--work", str(tmp_path)])
+
+
+def test_the_parity_commands_are_unchanged_and_the_speed_runs_use_the_preset_schedule():
+    setup = parity.Setup(2)
+    data, run = Path("/d"), Path("/r")
+    assert parity.bockparse_arguments(data, 7, 300, run, setup) == [
+        "experiment=table1-ud-gsd", "condition=local-ce", "data.root=/d", "seed=7",
+        "optim.max_steps=300", "optim.eval_every=100", *parity.STANZA_SCHEDULE,
+        "torch_threads=2", "logger.wandb.enabled=false", "trainer.enable_progress_bar=false",
+        "hydra.run.dir=/r"]  # fmt: skip
+    fast = parity.bockparse_arguments(data, 7, 101, run, setup, eval_every=101, schedule=())
+    assert "optim.eval_every=101" in fast and not set(parity.STANZA_SCHEDULE) & set(fast)
+    assert parity.stanza_train_arguments(data, 7, 300, run, setup) == [
+        "--mode", "train", "--train_file", f"/d/{parity.TRAIN}", "--eval_file", f"/d/{parity.DEV}",
+        "--output_file", "/r/dev.conllu", "--lang", "zh-hans", "--shorthand", "zh-hans_gsd",
+        "--no_pretrain", "--batch_size", "1000", "--save_dir", "/r", "--cpu", "--max_steps",
+        "300", "--eval_interval", "100", "--seed", "7"]  # fmt: skip
