@@ -12,9 +12,10 @@ that data enters, so that the rest of the code knows the current layout alone:
   model's flat parameters before ``model.context`` (:func:`nested_params`);
 - the precision a run used, for runs whose saved config still says ``auto``
   (:func:`recorded_precision`);
-- model files (:func:`model_file_settings`: format versions 1 and 2, files without a
+- model files (:func:`current_model_file`: format versions 1 and 2, files without a
   precision) and the weights of a biaffine scorer saved before it composed its contextualiser
-  (:func:`current_state`);
+  (:func:`current_state`, called by it and by the run checkpoint reader,
+  :mod:`bockparse.parser.files`);
 - checkpoints: the classes a ``last.ckpt``'s config names (:func:`current_targets`), a module
   state without the schedule's (:func:`schedule_state`), the checkpoint writer's state key
   (:data:`WRITER_STATE_KEY`);
@@ -145,25 +146,27 @@ def recorded_precision(saved: Any, *records: Callable[[], Mapping[str, Any] | No
 PRECISION_BEFORE_RECORDED = "32-true"
 
 
-def model_file_settings(
+def current_model_file(
     settings: Any,
+    state: Any,
     version: int,
     source: str,
     spec_from_config: Callable[[Any, Any, str], Any],
-) -> Any:
-    """A model file's settings (:class:`bockparse.parser.RunSettings`' fields) of format
-    ``version`` in the current layout.
+) -> tuple[Any, Any]:
+    """A model file's settings (:class:`bockparse.parser.RunSettings`' fields) and weights, of
+    format ``version``, in the current layout.
 
     Version 1 held the run config's ``model`` and ``encoder`` nodes: they become the spec as a
     run folder's do (:func:`current_model`, then ``spec_from_config``:
     :func:`bockparse.modelfile.spec_from_config`, passed by the caller, the schema being above
     this module; ``source`` names the file in its messages). Version 2 held the
     contextualiser's parameters beside the head's (:func:`nested_params`). A file without a
-    precision predicts in fp32 (:data:`PRECISION_BEFORE_RECORDED`). Settings that are not a
-    mapping come back as they are, for the settings check to refuse.
+    precision predicts in fp32 (:data:`PRECISION_BEFORE_RECORDED`). The weights of a biaffine
+    scorer saved before ``model.context`` are moved under it (:func:`current_state`). Settings
+    that are not a mapping come back as they are, for the settings check to refuse.
     """
     if not isinstance(settings, Mapping):
-        return settings
+        return settings, state
     settings = dict(settings)
     if version == 1:
         model, encoder = current_model(settings.get("model"), settings.pop("encoder", None))
@@ -172,7 +175,8 @@ def model_file_settings(
         model = settings["model"]
         settings["model"] = {**model, "params": nested_params(model["params"])}
     settings.setdefault("precision", PRECISION_BEFORE_RECORDED)
-    return settings
+    model = settings.get("model")
+    return settings, current_state(model.get("kind") if isinstance(model, Mapping) else None, state)
 
 
 # The submodules of a biaffine scorer saved before it composed its contextualiser (schema
@@ -181,7 +185,7 @@ CONTEXT_MODULES = ("encoder.", "word_embedding.", "upos_embedding.", "xpos_embed
                    "feats_embedding.", "char_model.", "lstm.")  # fmt: skip
 
 
-def current_state(kind: str, state: Any) -> Any:
+def current_state(kind: Any, state: Any) -> Any:
     """A scorer's weights in the current module layout: a biaffine scorer saved before it
     composed its contextualiser (``lstm.*`` instead of ``context.lstm.*``) gets the
     ``context.`` prefix on the contextualiser's modules; the same tensors. Anything else (the

@@ -112,24 +112,28 @@ def _spec(params):
     return {"kind": "biaffine", "params": params, "encoder": None}
 
 
-def test_model_file_settings_of_every_version():
+def test_model_files_of_every_version():
     calls = []
 
     def spec_from_config(model, encoder, source):
         calls.append((model, encoder, source))
-        return "the spec"
+        return _spec({**OWN, "context": CONTEXT})
 
+    t = torch.zeros(1)
+    flat, nested = {"lstm.weight": t, "arc.weight": t}, {"context.lstm.weight": t, "arc.weight": t}
     node = {"_target_": "bockparse.model.scorer.BiaffineScorer", **CONTEXT, **OWN}
-    v1 = compat.model_file_settings({"model": node, "encoder": None, "seed": 1}, 1, "m.pt",
-                                    spec_from_config)  # fmt: skip
-    assert v1 == {"model": "the spec", "seed": 1, "precision": "32-true"}
+    v1 = compat.current_model_file({"model": node, "encoder": None, "seed": 1}, flat, 1, "m.pt",
+                                   spec_from_config)  # fmt: skip
+    assert v1 == ({"model": _spec({**OWN, "context": CONTEXT}), "seed": 1,
+                   "precision": "32-true"}, nested)  # fmt: skip
     # The run config's nodes, read as a run folder's: in the current layout, then the spec.
     assert calls == [({"_target_": HEADS["biaffine"], **OWN, "context": CONTEXT}, None, "m.pt")]
-    v2 = compat.model_file_settings({"model": _spec({**CONTEXT, **OWN})}, 2, "m.pt", None)
-    assert v2["model"] == _spec({**OWN, "context": CONTEXT})
+    v2 = compat.current_model_file({"model": _spec({**CONTEXT, **OWN})}, flat, 2, "m.pt", None)
+    assert v2[0]["model"] == _spec({**OWN, "context": CONTEXT}) and v2[1] == nested
     current = {"model": _spec({**OWN, "context": CONTEXT}), "precision": "bf16-mixed"}
-    assert compat.model_file_settings(current, 3, "m.pt", None) == current
-    assert compat.model_file_settings(["not", "settings"], 3, "m.pt", None) == ["not", "settings"]
+    assert compat.current_model_file(current, nested, 3, "m.pt", None) == (current, nested)
+    odd = ["not", "settings"]
+    assert compat.current_model_file(odd, flat, 3, "m.pt", None) == (odd, flat)
 
 
 def test_weights_saved_before_the_contextualiser_get_its_prefix():
