@@ -97,6 +97,24 @@ def test_an_old_model_node_reads_in_the_current_layout():
     assert compat.current_model(current, None) == (current, None)
 
 
+def test_a_transition_parser_reads_without_the_terms_it_refused():
+    own = {"system": "arc-eager", "arc_hidden": 10, "aux_hidden": 6, "context": CONTEXT}
+    old = {**own, "linearization": False, "distance": False}
+    assert compat.own_params("transition", old) == own
+    assert compat.own_params("biaffine", old) is old  # the biaffine's own
+    on = {**own, "linearization": True}  # no version wrote it: for the schema to refuse
+    assert compat.own_params("transition", on) == on
+    node = {"_target_": "bockparse.transition.TransitionParser", "_partial_": True, **old}
+    assert compat.current_model(node, None)[0] == {"_target_": HEADS["transition"],
+                                                   "_partial_": True, **own}  # fmt: skip
+    spec = {"kind": "transition", "params": old, "encoder": None}
+    settings, _ = compat.current_model_file({"model": spec}, {}, 3, "m.pt", None)
+    assert settings["model"] == {**spec, "params": own}
+    for kind, cls in modelfile.model_kinds().items():  # what it dropped, no head but one takes
+        takes = set(inspect.signature(cls).parameters) & set(compat.TRANSITION_REFUSED)
+        assert takes == (set() if kind == "transition" else set(compat.TRANSITION_REFUSED))
+
+
 def test_a_run_saved_with_auto_takes_the_precision_its_records_name():
     def unread():
         raise AssertionError("a record read although the config names the precision")
