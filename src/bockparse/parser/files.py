@@ -194,6 +194,8 @@ def _read(path: Path) -> Stored:
         raise UnsafeFileError(str(e)) from None
     except (rundir.RunFileError, FileNotFoundError) as e:  # (no saved config)
         raise ModelError(str(e)) from None
+    except ModelError:  # (a DataError) as it is
+        raise
     except DataError as e:  # the saved vocabularies are unusable
         raise ModelError(f"{path}: {e}") from None
 
