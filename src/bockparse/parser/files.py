@@ -33,7 +33,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -45,7 +45,7 @@ from .. import compat, rundir
 from ..data.conllu import DataError
 from ..data.subwords import WordPieces
 from ..data.vocab import Vocabs
-from ..hardware import AUTO, AUTOCAST_DTYPES
+from ..hardware import AUTO
 from ..modelfile import (
     ModelError,
     UnsafeFileError,
@@ -159,14 +159,11 @@ def _read(path: Path) -> Stored:
             raise ModelError(f"{path}: not in a run folder's {rundir.CHECKPOINTS}/; give the run "
                              "folder, or a model file from bockparse-export")  # fmt: skip
         config = run.path / rundir.CONFIG
-        settings = run_settings(run.config(), str(config))
-        if settings.precision == AUTO:
-            precision = run.precision
-            if precision not in (AUTO, *AUTOCAST_DTYPES, "32-true", "32"):
-                raise ModelError(f"{run.path}: unknown precision {repr(precision)[:60]} "
-                                 "recorded")  # fmt: skip
-            settings = replace(settings, precision=precision)
-        metrics = run.metrics()
+        cfg, metrics = run.config(), run.metrics()
+        settings = run_settings(cfg, str(config))
+        if settings.precision == AUTO:  # saved before training wrote the one it resolved
+            values = {**asdict(settings), "precision": run.precision}
+            settings = checked_settings(values, str(config))
         vocabs = next((value["vocabs"] for value in content.values() if isinstance(value, dict)
                        and isinstance(value.get("vocabs"), dict)), None)  # fmt: skip
         if vocabs is None:
