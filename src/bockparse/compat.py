@@ -8,13 +8,16 @@ that data enters, so that the rest of the code knows the current layout alone:
   :meth:`bockparse.rundir.RunDir.config`): the ``condition`` node of runs before the config
   groups mirrored the code, the names of the old presets (:data:`LEGACY_NAMES`); its model and
   encoder nodes, before the schema reads them (:func:`current_model`, called by
-  :func:`bockparse.parser.settings.run_settings`): classes that moved (:data:`MOVED`), the
-  model's flat parameters before ``model.context`` (:func:`nested_params`);
+  :func:`bockparse.parser.settings.run_settings`, and by the resume check of a
+  ``last.ckpt``'s config): classes that moved (:data:`MOVED`), the model's flat parameters
+  before ``model.context`` (:func:`nested_params`), the parameters a transition parser took
+  only to refuse them (:func:`own_params`);
 - the precision a run used, for runs whose saved config still says ``auto``
   (:func:`recorded_precision`);
-- model files (:func:`model_file_settings`: format versions 1 and 2, files without a
-  precision) and the weights of a biaffine scorer saved before it composed its contextualiser
-  (:func:`current_state`);
+- model files (:func:`current_model_file`: format versions 1 and 2, a transition parser's
+  refused parameters, files without a precision) and the weights of a biaffine scorer saved
+  before it composed its contextualiser (:func:`current_state`, called by it and by the run
+  checkpoint reader, :mod:`bockparse.parser.files`);
 - checkpoints: the classes a ``last.ckpt``'s config names (:func:`current_targets`), a module
   state without the schedule's (:func:`schedule_state`), the checkpoint writer's state key
   (:data:`WRITER_STATE_KEY`);
@@ -44,6 +47,7 @@ MOVED = {
         "bockparse.heads.transition.parser.TransitionParser",
     "bockparse.transition.TransitionLoss": "bockparse.losses.transition.TransitionLoss",
 }  # fmt: skip
+TRANSITION = MOVED["bockparse.transition.TransitionParser"]  # a transition parser's class now
 
 # The head's parameter (and config node) holding the Contextualizer's parameters since issue 28
 # (model.context), and the parameters that moved there: the inputs and the BiLSTM, which a
@@ -54,6 +58,12 @@ CONTEXT_PARAMS = frozenset({
     "use_words", "word_dim", "word_dropout", "use_chars", "char_dim", "char_hidden", "use_upos",
     "use_xpos", "use_feats", "tag_dim", "lstm_hidden", "lstm_layers", "dropout",
 })  # fmt: skip
+
+
+# Stanza's arc-score terms, which a transition parser took as parameters until issue 51 only to
+# refuse them when on: every run config and model file of one says false, and they are dropped
+# where read (:func:`own_params`; a true one, which no version wrote, is left for the schema).
+TRANSITION_REFUSED = ("linearization", "distance")
 
 
 def current_name(name: str | None, decoder: str | None) -> str | None:
@@ -81,6 +91,15 @@ def nested_params(params: Any) -> Any:
         return params
     own = {k: v for k, v in params.items() if k not in CONTEXT_PARAMS}
     return {**own, CONTEXT: {k: v for k, v in params.items() if k in CONTEXT_PARAMS}}
+
+
+def own_params(kind: Any, params: Any) -> Any:
+    """A head's parameters (or its config node) without those it took only to refuse them: a
+    transition parser's :data:`TRANSITION_REFUSED` where they are false; anything else as it
+    is."""
+    if kind != "transition" or not isinstance(params, Mapping):
+        return params
+    return {k: v for k, v in params.items() if not (k in TRANSITION_REFUSED and v is False)}
 
 
 def current_keys(cfg: Any) -> Any:
@@ -117,8 +136,11 @@ def current_keys(cfg: Any) -> Any:
 def current_model(model: Any, encoder: Any) -> tuple[Any, Any]:
     """A run config's ``model`` and ``encoder`` nodes (resolved plain containers, as a run
     folder or a version-1 model file holds them) in the current layout: moved classes renamed
-    (:func:`current_targets`), a model's flat parameters nested (:func:`nested_params`)."""
-    return nested_params(current_targets(model)), current_targets(encoder)
+    (:func:`current_targets`), a model's flat parameters nested (:func:`nested_params`), a
+    transition parser's refused ones dropped (:func:`own_params`)."""
+    model = nested_params(current_targets(model))
+    transition = isinstance(model, Mapping) and model.get("_target_") == TRANSITION
+    return own_params("transition" if transition else None, model), current_targets(encoder)
 
 
 # The precision a run's saved config names when it let the machine choose.
@@ -145,34 +167,39 @@ def recorded_precision(saved: Any, *records: Callable[[], Mapping[str, Any] | No
 PRECISION_BEFORE_RECORDED = "32-true"
 
 
-def model_file_settings(
+def current_model_file(
     settings: Any,
+    state: Any,
     version: int,
     source: str,
     spec_from_config: Callable[[Any, Any, str], Any],
-) -> Any:
-    """A model file's settings (:class:`bockparse.parser.RunSettings`' fields) of format
-    ``version`` in the current layout.
+) -> tuple[Any, Any]:
+    """A model file's settings (:class:`bockparse.parser.RunSettings`' fields) and weights, of
+    format ``version``, in the current layout.
 
     Version 1 held the run config's ``model`` and ``encoder`` nodes: they become the spec as a
     run folder's do (:func:`current_model`, then ``spec_from_config``:
     :func:`bockparse.modelfile.spec_from_config`, passed by the caller, the schema being above
     this module; ``source`` names the file in its messages). Version 2 held the
-    contextualiser's parameters beside the head's (:func:`nested_params`). A file without a
-    precision predicts in fp32 (:data:`PRECISION_BEFORE_RECORDED`). Settings that are not a
-    mapping come back as they are, for the settings check to refuse.
+    contextualiser's parameters beside the head's (:func:`nested_params`); versions 1 to 3 a
+    transition parser's refused ones (:func:`own_params`). A file without a
+    precision predicts in fp32 (:data:`PRECISION_BEFORE_RECORDED`). The weights of a biaffine
+    scorer saved before ``model.context`` are moved under it (:func:`current_state`). Settings
+    that are not a mapping come back as they are, for the settings check to refuse.
     """
     if not isinstance(settings, Mapping):
-        return settings
+        return settings, state
     settings = dict(settings)
     if version == 1:
         model, encoder = current_model(settings.get("model"), settings.pop("encoder", None))
         settings["model"] = spec_from_config(model, encoder, source)
     elif isinstance(settings.get("model"), Mapping) and "params" in settings["model"]:
         model = settings["model"]
-        settings["model"] = {**model, "params": nested_params(model["params"])}
+        params = own_params(model.get("kind"), nested_params(model["params"]))
+        settings["model"] = {**model, "params": params}
     settings.setdefault("precision", PRECISION_BEFORE_RECORDED)
-    return settings
+    model = settings.get("model")
+    return settings, current_state(model.get("kind") if isinstance(model, Mapping) else None, state)
 
 
 # The submodules of a biaffine scorer saved before it composed its contextualiser (schema
@@ -181,7 +208,7 @@ CONTEXT_MODULES = ("encoder.", "word_embedding.", "upos_embedding.", "xpos_embed
                    "feats_embedding.", "char_model.", "lstm.")  # fmt: skip
 
 
-def current_state(kind: str, state: Any) -> Any:
+def current_state(kind: Any, state: Any) -> Any:
     """A scorer's weights in the current module layout: a biaffine scorer saved before it
     composed its contextualiser (``lstm.*`` instead of ``context.lstm.*``) gets the
     ``context.`` prefix on the contextualiser's modules; the same tensors. Anything else (the

@@ -237,21 +237,15 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def run_dir_of(checkpoint: str | os.PathLike) -> Path:
-    """The run folder of a checkpoint at ``<run>/checkpoints/<name>.ckpt``.
-
-    Raises:
-        FileNotFoundError: the checkpoint does not sit in a run folder's ``checkpoints/``
-            (the message says what to give instead).
-    """
-    path = Path(checkpoint)
+def run_dir_of(path: str | os.PathLike) -> Path | None:
+    """The run folder ``path`` belongs to: ``path`` itself when it is one (:func:`is_run_dir`),
+    the run folder whose ``checkpoints/`` holds it (``<run>/checkpoints/<name>``), else
+    ``None``: a file outside a run folder, or a checkpoint moved out of one."""
+    path = Path(path)
+    if is_run_dir(path):
+        return path
     run_dir = path.parent.parent
-    if path.parent.name != CHECKPOINTS or not is_run_dir(run_dir):
-        raise FileNotFoundError(
-            f"{path}: not in a run folder's {CHECKPOINTS}/ (no {run_dir / CONFIG}); give the "
-            "run folder, or a model file from bockparse-export"
-        )
-    return run_dir
+    return run_dir if path.parent.name == CHECKPOINTS and is_run_dir(run_dir) else None
 
 
 def _umask() -> int:

@@ -155,6 +155,10 @@ INTENDED: list[tuple[Any, ...]] = [
      "bockparse.heads.transition.parser.TransitionParser"),
     ("loss._target_", "bockparse.transition.TransitionLoss", "loss._target_",
      "bockparse.losses.transition.TransitionLoss"),
+    # A transition parser has no parameter for Stanza's arc-score terms (issue 51): it took
+    # linearization and distance only to refuse them, false wherever a config composed one.
+    ("model.linearization", False, "model.linearization", ABSENT),
+    ("model.distance", False, "model.distance", ABSENT),
 ]  # fmt: skip
 
 # The Table 1 stand-in at the paper's parser (issue 18): table1-ud-ewt and table1-ud-gsd compose

@@ -319,11 +319,16 @@ def test_a_finished_run_whose_metrics_are_not_json_is_one_line(tmp_path, content
 
 def test_a_checkpoint_saved_before_the_heads_moved_still_resumes():
     # last.ckpt of a run trained before issue 51 names the heads and the transition loss by
-    # their old class paths; resume compares them as the classes they are now.
-    saved = {"model": {"_target_": "bockparse.model.scorer.BiaffineScorer", "word_dim": 8},
+    # their old class paths, and a transition parser's linearization and distance (false);
+    # resume compares its model as it reads today (bockparse.compat.current_model).
+    context = {"word_dim": 8}
+    saved = {"model": {"_target_": "bockparse.model.scorer.BiaffineScorer", "context": context},
              "loss": {"_target_": "bockparse.transition.TransitionLoss"}}  # fmt: skip
-    now = {"model": {"_target_": "bockparse.heads.biaffine.BiaffineScorer", "word_dim": 8},
+    now = {"model": {"_target_": "bockparse.heads.biaffine.BiaffineScorer", "context": context},
            "loss": {"_target_": "bockparse.losses.transition.TransitionLoss"}}  # fmt: skip
     assert config_differences(saved, now) == []
     now["model"]["_target_"] = "bockparse.heads.transition.parser.TransitionParser"
     assert len(config_differences(saved, now)) == 1
+    saved["model"] = {"_target_": "bockparse.transition.TransitionParser", "context": context,
+                      "linearization": False, "distance": False}  # fmt: skip
+    assert config_differences(saved, now) == []

@@ -97,6 +97,24 @@ def test_an_old_model_node_reads_in_the_current_layout():
     assert compat.current_model(current, None) == (current, None)
 
 
+def test_a_transition_parser_reads_without_the_terms_it_refused():
+    own = {"system": "arc-eager", "arc_hidden": 10, "aux_hidden": 6, "context": CONTEXT}
+    old = {**own, "linearization": False, "distance": False}
+    assert compat.own_params("transition", old) == own
+    assert compat.own_params("biaffine", old) is old  # the biaffine's own
+    on = {**own, "linearization": True}  # no version wrote it: for the schema to refuse
+    assert compat.own_params("transition", on) == on
+    node = {"_target_": "bockparse.transition.TransitionParser", "_partial_": True, **old}
+    assert compat.current_model(node, None)[0] == {"_target_": HEADS["transition"],
+                                                   "_partial_": True, **own}  # fmt: skip
+    spec = {"kind": "transition", "params": old, "encoder": None}
+    settings, _ = compat.current_model_file({"model": spec}, {}, 3, "m.pt", None)
+    assert settings["model"] == {**spec, "params": own}
+    for kind, cls in modelfile.model_kinds().items():  # what it dropped, no head but one takes
+        takes = set(inspect.signature(cls).parameters) & set(compat.TRANSITION_REFUSED)
+        assert takes == (set() if kind == "transition" else set(compat.TRANSITION_REFUSED))
+
+
 def test_a_run_saved_with_auto_takes_the_precision_its_records_name():
     def unread():
         raise AssertionError("a record read although the config names the precision")
@@ -112,24 +130,28 @@ def _spec(params):
     return {"kind": "biaffine", "params": params, "encoder": None}
 
 
-def test_model_file_settings_of_every_version():
+def test_model_files_of_every_version():
     calls = []
 
     def spec_from_config(model, encoder, source):
         calls.append((model, encoder, source))
-        return "the spec"
+        return _spec({**OWN, "context": CONTEXT})
 
+    t = torch.zeros(1)
+    flat, nested = {"lstm.weight": t, "arc.weight": t}, {"context.lstm.weight": t, "arc.weight": t}
     node = {"_target_": "bockparse.model.scorer.BiaffineScorer", **CONTEXT, **OWN}
-    v1 = compat.model_file_settings({"model": node, "encoder": None, "seed": 1}, 1, "m.pt",
-                                    spec_from_config)  # fmt: skip
-    assert v1 == {"model": "the spec", "seed": 1, "precision": "32-true"}
+    v1 = compat.current_model_file({"model": node, "encoder": None, "seed": 1}, flat, 1, "m.pt",
+                                   spec_from_config)  # fmt: skip
+    assert v1 == ({"model": _spec({**OWN, "context": CONTEXT}), "seed": 1,
+                   "precision": "32-true"}, nested)  # fmt: skip
     # The run config's nodes, read as a run folder's: in the current layout, then the spec.
     assert calls == [({"_target_": HEADS["biaffine"], **OWN, "context": CONTEXT}, None, "m.pt")]
-    v2 = compat.model_file_settings({"model": _spec({**CONTEXT, **OWN})}, 2, "m.pt", None)
-    assert v2["model"] == _spec({**OWN, "context": CONTEXT})
+    v2 = compat.current_model_file({"model": _spec({**CONTEXT, **OWN})}, flat, 2, "m.pt", None)
+    assert v2[0]["model"] == _spec({**OWN, "context": CONTEXT}) and v2[1] == nested
     current = {"model": _spec({**OWN, "context": CONTEXT}), "precision": "bf16-mixed"}
-    assert compat.model_file_settings(current, 3, "m.pt", None) == current
-    assert compat.model_file_settings(["not", "settings"], 3, "m.pt", None) == ["not", "settings"]
+    assert compat.current_model_file(current, nested, 3, "m.pt", None) == (current, nested)
+    odd = ["not", "settings"]
+    assert compat.current_model_file(odd, flat, 3, "m.pt", None) == (odd, flat)
 
 
 def test_weights_saved_before_the_contextualiser_get_its_prefix():

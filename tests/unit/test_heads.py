@@ -28,8 +28,8 @@ OWN = {
     "biaffine": dict(arc_hidden=5, rel_hidden=5, linearization=True, distance=True,
                      aux_hidden=5, biaffine_init_std=0.0),
     "transition": dict(system="arc-standard", projective_only=True, stack_features=2,
-                       buffer_features=1, arc_hidden=5, rel_hidden=5, linearization=False,
-                       distance=False, aux_hidden=5, biaffine_init_std=0.0),
+                       buffer_features=1, arc_hidden=5, rel_hidden=5, aux_hidden=5,
+                       biaffine_init_std=0.0),
 }  # fmt: skip
 
 

@@ -86,10 +86,10 @@ def test_run_folders_are_recognised_by_their_layout(tmp_path):
     (run / ".hydra" / "config.yaml").write_text("seed: 1\n")
     (run / "checkpoints").mkdir()
     assert rundir.is_run_dir(run) and not rundir.is_run_dir(tmp_path)
-    assert rundir.run_dir_of(run / "checkpoints" / "best.ckpt") == run
+    assert rundir.run_dir_of(run) == rundir.run_dir_of(run / "checkpoints" / "best.ckpt") == run
     (run / "sub").mkdir()
-    with pytest.raises(FileNotFoundError, match="not in a run folder's checkpoints/"):
-        rundir.run_dir_of(run / "sub" / "best.ckpt")
+    assert rundir.run_dir_of(run / "sub" / "best.ckpt") is None
+    assert rundir.run_dir_of(tmp_path) is rundir.run_dir_of(tmp_path / "checkpoints" / "x") is None
 
 
 def _composed(*overrides):

@@ -29,10 +29,9 @@ def run_folders(paths: Iterable[str | os.PathLike]) -> list[tuple[str, Path]]:
         path = Path(given)
         if is_standard_stream(given):
             continue
-        if rundir.is_run_dir(path):
-            found.append((os.fspath(given), path))
-        elif path.parent.name == rundir.CHECKPOINTS and rundir.is_run_dir(path.parent.parent):
-            found.append((os.fspath(given), path.parent.parent))
+        folder = rundir.run_dir_of(path)
+        if folder is not None:
+            found.append((os.fspath(given), folder))
     return found
 
 

@@ -139,12 +139,14 @@ class ContextHead(nn.Module):
         untagged = self.context.untagged_inputs(batch)
         words = batch.mask
         blank = {c: getattr(batch, c).masked_fill(words, UNK_INDEX) for c in read}
-        tags = self.tagger(self.context.contextualize(batch, blank, untagged))  # pass 1
+        pass1 = self.context.inputs(batch, blank, untagged)
+        tags = self.tagger(self.context.contextualize(batch, pass1))
         best = tags.predicted()
-        inputs = {c: getattr(batch, c) if c in gold else torch.where(words, best[c],
+        chosen = {c: getattr(batch, c) if c in gold else torch.where(words, best[c],
                                                                       getattr(batch, c))
                   for c in read}  # fmt: skip
-        return self.context.contextualize(batch, inputs, untagged), tags  # pass 2
+        pass2 = self.context.inputs(batch, chosen, untagged)
+        return self.context.contextualize(batch, pass2), tags
 
     def biaffine(self, hidden: int, outputs: int) -> DeepBiaffine:
         """A deep biaffine scorer on the states: MLP width ``hidden``, ``outputs`` scores per

@@ -255,21 +255,18 @@ class Contextualizer(nn.Module):
         """The tag inputs read (``upos``, ``xpos``, ``feats``, in that order); empty without."""
         return tuple(c for c, _ in self.tag_tables())
 
-    def contextualize(
-        self,
-        batch: Batch,
-        tags: Mapping[str, torch.Tensor] | None = None,
-        untagged: Untagged | None = None,
-    ) -> torch.Tensor:
+    def contextualize(self, batch: Batch, inputs: torch.Tensor | None = None) -> torch.Tensor:
         """BiLSTM states of ROOT and the words.
 
         Args:
-            batch, tags, untagged: as :meth:`inputs`.
+            batch: the batch.
+            inputs: float ``[B, N, D]``, the input vectors (:meth:`inputs`, of a joint
+                tagger's tag ids, say); ``None``: ``inputs(batch)``, of the batch's own tags.
 
         Returns:
             float ``[B, N, 2 * lstm_hidden]``, zero at padding (after output dropout).
         """
-        x = self.dropout(self.inputs(batch, tags, untagged))  # [B, N, D]
+        x = self.dropout(self.inputs(batch) if inputs is None else inputs)  # [B, N, D]
         out, _ = bilstm(self.lstm, x, batch.lengths + 1)  # [B, N, 2 * lstm_hidden]
         positions = torch.arange(x.shape[1], device=x.device)
         padding = positions[None, :] > batch.lengths[:, None]  # [B, N]: after the last word

@@ -24,7 +24,7 @@ A model file holds the scorer's weights (no optimiser state), and one JSON strin
 vocabularies, the settings (the model spec among them) and the run's metadata; the
 transformer's configuration and tokenizer files travel as byte tensors. Files of versions 1
 and 2, and the weights of runs saved before ``model.context``, are read in the current layout
-(:func:`bockparse.compat.model_file_settings`, :func:`~bockparse.compat.current_state`).
+(:func:`bockparse.compat.current_model_file`, :func:`~bockparse.compat.current_state`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -45,7 +45,7 @@ from .. import compat, rundir
 from ..data.conllu import DataError
 from ..data.subwords import WordPieces
 from ..data.vocab import Vocabs
-from ..hardware import AUTO, AUTOCAST_DTYPES
+from ..hardware import AUTO
 from ..modelfile import (
     ModelError,
     UnsafeFileError,
@@ -82,21 +82,16 @@ class Loaded(NamedTuple):
 
 def load(path: str | os.PathLike) -> Loaded:
     """Load a run folder, one of its checkpoints, or an exported model file (module doc): read
-    as data (:class:`Stored`), then its vocabularies, its tokenizer (probed: it must tokenize
+    as data (:class:`Stored`), then its tokenizer (probed: it must tokenize
     :data:`PROBE_WORDS`) and the scorer its settings describe with the weights of its file
-    (:func:`bockparse.modelfile.build_checked`; weights of an earlier layout read by
-    :func:`bockparse.compat.current_state`).
+    (:func:`bockparse.modelfile.build_checked`).
 
     Raises:
-        ModelError: the path is none of these, or the file is refused.
-        DataError: the saved vocabularies are unusable.
+        ModelError: the path is none of these, or the file is refused (its vocabularies
+            unusable among them).
     """
     stored = _read(Path(path))
     source, settings = stored.path, stored.settings
-    try:
-        vocabs = Vocabs.from_dict(stored.vocabs)
-    except DataError as e:
-        raise ModelError(f"{source}: {e}") from None
     wordpieces = transformer = None
     if stored.encoder is not None:
         tokenizer, transformer = stored.encoder()
@@ -107,9 +102,8 @@ def load(path: str | os.PathLike) -> Loaded:
             first = str(e).splitlines()[0] if str(e) else ""
             raise ModelError(f"{source}: the tokenizer cannot tokenize ({type(e).__name__}: "
                              f"{first[:200]})") from None  # fmt: skip
-    state = compat.current_state(settings.model["kind"], stored.state)
-    scorer = build_checked(settings.model, vocabs, transformer, state, str(source))
-    return Loaded(scorer, vocabs, wordpieces, settings, stored.metadata)
+    scorer = build_checked(settings.model, stored.vocabs, transformer, stored.state, str(source))
+    return Loaded(scorer, stored.vocabs, wordpieces, settings, stored.metadata)
 
 
 # Words a loaded tokenizer must turn into pieces before it is used (cased, accented, digits,
@@ -123,8 +117,8 @@ class Stored(NamedTuple):
     Attributes:
         path: the file of the weights (named in messages).
         settings: the run's settings, checked (the spec validated).
-        vocabs: the training vocabularies (:meth:`Vocabs.to_dict`'s form).
-        state: the scorer's weights as the file holds them.
+        vocabs: the training vocabularies.
+        state: the scorer's weights (in the current module layout; checked when built).
         encoder: makes the transformer's tokenizer and its skeleton's builder (from the encoder
             the run's config names, offline, or from the model file's encoder files); ``None``
             without a transformer.
@@ -133,7 +127,7 @@ class Stored(NamedTuple):
 
     path: Path
     settings: RunSettings
-    vocabs: Any
+    vocabs: Vocabs
     state: Any
     encoder: Callable[[], tuple[Any, Callable[[], nn.Module]]] | None
     metadata: dict[str, Any]
@@ -143,57 +137,64 @@ def _read(path: Path) -> Stored:
     """A run folder (its ``best.ckpt``), one of its checkpoints, or a model file
     (:func:`_model_file`), read as data.
 
-    A run's files are read through :class:`bockparse.rundir.RunDir` (never through a link):
-    its settings (its precision the one it used: :attr:`bockparse.rundir.RunDir.precision`)
-    and scores; the checkpoint (:func:`bockparse.modelfile.load_tensors`) holds the
-    vocabularies (the data module's state) and the scorer's weights (the module's
-    ``scorer.*``).
+    The file is loaded once (:func:`bockparse.modelfile.load_tensors`). A run's files are read
+    through :class:`bockparse.rundir.RunDir` (never through a link): its settings (its
+    precision the one it used: :attr:`bockparse.rundir.RunDir.precision`) and scores; its
+    checkpoint holds the vocabularies (the data module's state) and the scorer's weights (the
+    module's ``scorer.*``).
     """
     try:
-        content = None if path.is_dir() else load_tensors(path)
-        exported = content is not None and content.get("format") == FORMAT
-        if not (content is None or exported or "state_dict" in content):
-            raise ModelError(f"{path}: neither a bockparse model file nor a Lightning checkpoint")
-        # The run of a folder or of a checkpoint (one outside a run folder is refused).
-        folder = path if content is None or exported else rundir.run_dir_of(path)
-        if exported:
-            return _model_file(path, content)
-        run = rundir.RunDir(folder)
-        config = run.path / rundir.CONFIG
-        settings = run_settings(run.config(), str(config))
-        if settings.precision == AUTO:
-            precision = run.precision
-            if precision not in (AUTO, *AUTOCAST_DTYPES, "32-true", "32"):
-                raise ModelError(f"{run.path}: unknown precision {repr(precision)[:60]} recorded")
-            settings = replace(settings, precision=precision)
-        metrics = run.metrics()
-        if content is None:
+        folder = rundir.run_dir_of(path)  # None: a model file, a checkpoint moved out of its run
+        run = None if folder is None else rundir.RunDir(folder)
+        if path.is_dir():
+            if run is None:
+                raise ModelError(f"{path}: not a run folder (no {rundir.CONFIG})")
             path = run.best
-            content = load_tensors(path)
+        content = load_tensors(path)
+        if content.get("format") == FORMAT:
+            return _model_file(path, content)
+        if "state_dict" not in content:
+            raise ModelError(f"{path}: neither a bockparse model file nor a Lightning checkpoint")
+        if run is None:
+            raise ModelError(f"{path}: not in a run folder's {rundir.CHECKPOINTS}/; give the run "
+                             "folder, or a model file from bockparse-export")  # fmt: skip
+        config = run.path / rundir.CONFIG
+        cfg, metrics = run.config(), run.metrics()
+        settings = run_settings(cfg, str(config))
+        if settings.precision == AUTO:  # saved before training wrote the one it resolved
+            values = {**asdict(settings), "precision": run.precision}
+            settings = checked_settings(values, str(config))
+        vocabs = next((value["vocabs"] for value in content.values() if isinstance(value, dict)
+                       and isinstance(value.get("vocabs"), dict)), None)  # fmt: skip
+        if vocabs is None:
+            raise ModelError(f"{path}: the checkpoint carries no vocabularies (not a "
+                             "bockparse run?)")  # fmt: skip
+        module = check_tensors(content["state_dict"], f"{path}: state_dict")
+        state = {k.removeprefix("scorer."): v for k, v in module.items()
+                 if k.startswith("scorer.")}  # fmt: skip
+        if not state:
+            raise ModelError(f"{path}: the checkpoint holds no scorer weights")
+        state = compat.current_state(settings.model["kind"], state)
+        metadata = {
+            "condition": settings.condition,
+            "decoder": settings.decoder,
+            "seed": settings.seed,
+            "experiment": settings.experiment,
+            "checkpoint": path.name,
+            "step": content.get("global_step"),
+            **({} if metrics is None else {"metrics": metrics}),
+        }
+        encoder = settings.model["encoder"]
+        encoder = encoder and partial(_named_encoder, config, encoder)
+        return Stored(path, settings, Vocabs.from_dict(vocabs), state, encoder, metadata)
     except rundir.LinkRefused as e:
         raise UnsafeFileError(str(e)) from None
     except (rundir.RunFileError, FileNotFoundError) as e:  # (no saved config)
         raise ModelError(str(e)) from None
-    vocabs = next((value["vocabs"] for value in content.values() if isinstance(value, dict)
-                   and isinstance(value.get("vocabs"), dict)), None)  # fmt: skip
-    if vocabs is None:
-        raise ModelError(f"{path}: the checkpoint carries no vocabularies (not a bockparse run?)")
-    module = check_tensors(content["state_dict"], f"{path}: state_dict")
-    state = {k.removeprefix("scorer."): v for k, v in module.items() if k.startswith("scorer.")}
-    if not state:
-        raise ModelError(f"{path}: the checkpoint holds no scorer weights")
-    metadata = {
-        "condition": settings.condition,
-        "decoder": settings.decoder,
-        "seed": settings.seed,
-        "experiment": settings.experiment,
-        "checkpoint": path.name,
-        "step": content.get("global_step"),
-        **({} if metrics is None else {"metrics": metrics}),
-    }
-    encoder = settings.model["encoder"]
-    encoder = encoder and partial(_named_encoder, config, encoder)
-    return Stored(path, settings, vocabs, state, encoder, metadata)
+    except ModelError:  # (a DataError) as it is
+        raise
+    except DataError as e:  # the saved vocabularies are unusable
+        raise ModelError(f"{path}: {e}") from None
 
 
 def _named_encoder(config: Path, encoder: Mapping[str, Any]) -> tuple[Any, Callable[[], nn.Module]]:
@@ -271,7 +272,8 @@ def _encoder_from_files(path: Path, folder: Path) -> tuple[Any, Callable[[], nn.
 
 def _model_file(path: Path, content: dict[str, Any]) -> Stored:
     """A model file of :func:`save` (format version 1, 2 or 3: earlier ones read in the current
-    layout by :func:`bockparse.compat.model_file_settings`), its settings checked."""
+    layout by :func:`bockparse.compat.current_model_file`), its vocabularies read and its
+    settings checked."""
     version = content.get("version")
     if version not in range(1, FORMAT_VERSION + 1) or isinstance(version, bool):
         raise ModelError(
@@ -295,17 +297,20 @@ def _model_file(path: Path, content: dict[str, Any]) -> Stored:
     values, metadata = meta["settings"], meta["metadata"]
     if not isinstance(values, dict) or not isinstance(metadata, dict):
         raise ModelError(f"{path}: damaged model file (settings or metadata not a mapping)")
-    values = compat.model_file_settings(values, version, str(path), spec_from_config)
-    settings = checked_settings(values, str(path))
     if "state_dict" not in content:
         raise ModelError(f"{path}: damaged model file (no weights)")
+    vocabs = Vocabs.from_dict(meta["vocabs"])
+    values, state = compat.current_model_file(
+        values, content["state_dict"], version, str(path), spec_from_config
+    )
+    settings = checked_settings(values, str(path))
     encoder = None
     if settings.model["encoder"] is not None:
         if "encoder_files" not in content:
             raise ModelError(f"{path}: the model has an encoder but the file carries no "
                              "encoder files")  # fmt: skip
         encoder = partial(_embedded_encoder, path, content["encoder_files"])
-    return Stored(path, settings, meta["vocabs"], content["state_dict"], encoder, metadata)
+    return Stored(path, settings, vocabs, state, encoder, metadata)
 
 
 def save(path: str | os.PathLike, model: Loaded) -> int:

@@ -22,7 +22,7 @@ import lightning.pytorch as pl
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from ..compat import WRITER_STATE_KEY, current_targets
+from ..compat import WRITER_STATE_KEY, current_model, current_targets
 from ..data.conllu import DataError
 from ..data.vocab import Vocabs
 from ..modelfile import ModelError, UnsafeFileError, load_tensors
@@ -60,9 +60,12 @@ class SaveConfig(pl.Callback):
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``key: saved -> current`` for every setting under ``RESUME_KEYS`` that differs
     (:func:`bockparse.rundir.config_changes`; moved classes read as today's,
-    :func:`bockparse.compat.current_targets`); settings in ``RESUME_FREE`` may differ."""
-    return config_changes(current_targets(saved), current, under=RESUME_KEYS, free=RESUME_FREE,
-                          same=_same)  # fmt: skip
+    :func:`bockparse.compat.current_targets`, the model node in the current layout,
+    :func:`bockparse.compat.current_model`); settings in ``RESUME_FREE`` may differ."""
+    saved = current_targets(saved)
+    model, _ = current_model(saved.get("model"), None)
+    return config_changes({**saved, "model": model}, current, under=RESUME_KEYS,
+                          free=RESUME_FREE, same=_same)  # fmt: skip
 
 
 def _same(key: str, old: Any, new: Any) -> bool:

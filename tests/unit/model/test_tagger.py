@@ -122,16 +122,16 @@ def test_two_passes_with_the_gold_tags_equal_one_pass_on_them(make, collate):
 def _each_pass(scorer, batch) -> tuple[list[dict[str, torch.Tensor]], TagScores]:
     """The tag ids each BiLSTM pass of ``scorer(batch)`` embedded, and the tagger's scores."""
     seen, tagged = [], []
-    contextualize, tagger = scorer.context.contextualize, scorer.tagger.forward
+    inputs, tagger = scorer.context.inputs, scorer.tagger.forward
 
     def spy(batch, tags=None, untagged=None):
         seen.append({c: t.clone() for c, t in tags.items()})
-        return contextualize(batch, tags, untagged)
+        return inputs(batch, tags, untagged)
 
-    scorer.context.contextualize = spy
+    scorer.context.inputs = spy
     scorer.tagger.forward = lambda x: tagged.append(tagger(x)) or tagged[-1]
     scorer(batch)
-    del scorer.context.contextualize, scorer.tagger.forward
+    del scorer.context.inputs, scorer.tagger.forward
     return seen, tagged[0]
 
 

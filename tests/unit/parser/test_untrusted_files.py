@@ -6,6 +6,7 @@ never appears."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import torch
 from omegaconf import OmegaConf
 
 from bockparse.cli.parser import predict as predict_cli
-from bockparse.modelfile import ModelError
+from bockparse.modelfile import ModelError, UnsafeFileError
 from bockparse.parser import Parser
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "ud-english-ewt-sample"
@@ -134,9 +135,12 @@ def test_a_pickle_in_a_runs_checkpoint_is_refused(smoke_run, tmp_path, name, cap
     content = torch.load(checkpoint, weights_only=True)
     content["payload"] = Payload(marker)
     torch.save(content, checkpoint)
-    with pytest.raises(ModelError, match=f"{checkpoint}: refused: .*could run code"):
+    with pytest.raises(UnsafeFileError, match=f"^{re.escape(str(checkpoint))}: refused: .*could "
+                       "run code"):  # fmt: skip
         Parser.load(checkpoint)
     if name == "best.ckpt":
+        with pytest.raises(UnsafeFileError, match=f"^{re.escape(str(checkpoint))}: refused"):
+            Parser.load(run)  # the same file, as the run's
         assert predict_cli([str(run), str(TEST), "--out", str(tmp_path / "o.conllu")]) == 1
         assert "refused" in _one_line(capsys, checkpoint)
     assert not marker.exists()

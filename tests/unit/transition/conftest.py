@@ -16,8 +16,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "ud-english-ewt-sample"
 
 # The transition head's own arguments in the tests (its sizes: small_head's).
-OWN = dict(projective_only=True, stack_features=3, buffer_features=1, linearization=False,
-           distance=False)  # fmt: skip
+OWN = dict(projective_only=True, stack_features=3, buffer_features=1)
 
 
 def gold_heads(sentence) -> np.ndarray:

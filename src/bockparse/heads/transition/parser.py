@@ -86,12 +86,13 @@ class TransitionParser(ContextHead):
         arc_hidden: hidden width of the transition classifier (which takes the arc scorer's
             place).
         rel_hidden: relation MLP width.
-        linearization, distance, aux_hidden: Stanza's auxiliary arc-score terms have no place in
-            a transition parser: both must be False (``aux_hidden`` is then unused).
+        aux_hidden: unused: the width of the biaffine head's auxiliary scorers, which an
+            experiment's preset sets for whichever head its condition chose
+            (``conf/model/transition.yaml``).
         tagger: as :class:`~bockparse.heads.common.ContextHead` (``None``: no tagger).
 
     Raises:
-        ValueError: an auxiliary term is on, an unknown system, or no feature item; as
+        ValueError: an unknown system, or no feature item; as
             :class:`~bockparse.heads.common.ContextHead`.
     """
 
@@ -107,17 +108,10 @@ class TransitionParser(ContextHead):
         context: Mapping[str, Any],
         arc_hidden: int,
         rel_hidden: int,
-        linearization: bool,
-        distance: bool,
         aux_hidden: int,
         biaffine_init_std: float,
         tagger: Mapping[str, Any] | None = None,
     ):
-        if linearization or distance:
-            raise ValueError(
-                "the transition parser scores transitions, not arcs: set linearization and "
-                "distance to false"
-            )
         if stack_features < 0 or buffer_features < 0 or stack_features + buffer_features == 0:
             raise ValueError(
                 f"need at least one feature item, got stack_features={stack_features}, "
