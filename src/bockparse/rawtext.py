@@ -36,7 +36,7 @@ from spacy import displacy
 from spacy.attrs import DEP, HEAD
 from spacy.language import Language
 from spacy.parts_of_speech import IDS as UNIVERSAL_POS
-from spacy.tokens import Doc, Token
+from spacy.tokens import Doc, MorphAnalysis, Token
 from spacy.util import minibatch
 
 from .data.conllu import Sentence
@@ -218,6 +218,14 @@ class ParsedSentence:
                                                                strict=True)).rstrip()  # fmt: skip
 
 
+def ud_feats(morph: MorphAnalysis) -> str:
+    """A token's ``morph`` as a CoNLL-U FEATS column: features in UD's order (by name, case
+    insensitive; spaCy's string sorts them case-sensitively, ``NumForm`` before ``Number``),
+    ``_`` for none."""
+    features = morph.to_dict()
+    return "|".join(f"{k}={features[k]}" for k in sorted(features, key=str.lower)) or "_"
+
+
 def parsed_sentences(doc: Doc) -> list[ParsedSentence]:
     """The parsed sentences of ``doc`` (after the component), whitespace tokens left out and
     sentences of whitespace alone skipped."""
@@ -231,7 +239,7 @@ def parsed_sentences(doc: Doc) -> list[ParsedSentence]:
             forms=[t.text for t in words],
             upos=[t.pos_ or "_" for t in words],
             xpos=[t.tag_ or "_" for t in words],
-            feats=[str(t.morph) or "_" for t in words],
+            feats=[ud_feats(t.morph) for t in words],
             heads=[0 if t.head.i == t.i else number[t.head.i] for t in words],
             rels=[t.dep_ for t in words],
             space_after=[bool(t.whitespace_) or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
