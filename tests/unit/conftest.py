@@ -1,6 +1,7 @@
-"""Fixtures shared by the unit tests: small parser heads (the model and transition tests), the
-CoNLL 2018 evaluator's counts (udtools, a dev dependency: tests only) and prediction files whose
-tags differ from the gold ones (the metric and parser tests)."""
+"""Fixtures shared by the unit tests: small parser heads (the model and transition tests) and
+their former all-pairs relation path, the CoNLL 2018 evaluator's counts (udtools, a dev
+dependency: tests only) and prediction files whose tags differ from the gold ones (the metric
+and parser tests)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,23 @@ def small_head() -> Callable[..., dict]:
         return {**SMALL_BIAFFINES, **own, "context": {**SMALL_CONTEXT, **(context or {})}}
 
     return arguments
+
+
+@pytest.fixture
+def all_pairs_relations(monkeypatch) -> Callable:
+    """``all_pairs_relations(biaffine)``: for the rest of the test, ``biaffine`` (a
+    :class:`~bockparse.model.biaffine.DeepBiaffine`) gives the scores at given heads as the
+    former training path did: every pair scored (``pairs``), then the asked ones gathered."""
+
+    def use(biaffine) -> None:
+        def gathered(u, v, heads):
+            rel = biaffine.pairs(u, v)  # [B, N, N, R]
+            index = heads.clamp(min=0)[:, None, :, None].expand(-1, 1, -1, rel.shape[-1])
+            return rel.gather(1, index).squeeze(1)  # [B, N, R]
+
+        monkeypatch.setattr(biaffine, "pairs_at", gathered)
+
+    return use
 
 
 # Replacements for a word's FEATS: each either changes what UFeats compares or only what it

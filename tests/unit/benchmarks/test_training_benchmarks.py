@@ -9,6 +9,10 @@ import json
 import sys
 from pathlib import Path
 
+import torch
+
+from bockparse.losses import LocalCrossEntropy
+
 BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
 
@@ -56,3 +60,25 @@ def test_make_train_tables_parity_and_split(tmp_path):
     keep = tmp_path / "kept"
     make_train.keep(tmp_path, keep)
     assert make_train.tables(make_train.read(keep)) == text
+
+
+def test_training_step_code_paths_give_the_same_loss_on_the_same_weights():
+    """The timed paths compare like with like: the former relation path (``all-pairs``) and the
+    former code (``legacy``) give the current path's loss within float rounding, and each path
+    leaves the scorer as it found it."""
+    training_step = load("training_step")
+    args = argparse.Namespace(encoder="tiny-random", batch_words=200, batches=1, seed=1)
+    batches, scorer = training_step.build(args)
+    torch.nn.init.normal_(scorer.rel.weight, std=0.1)  # zero at first: every relation ties
+    scorer.eval()
+    batch = batches[1]
+    losses = {}
+    for path in training_step.PATHS:
+        with torch.no_grad(), training_step.code_path(scorer, path):
+            losses[path] = LocalCrossEntropy()(scorer(batch), batch)
+        assert "pairs_at" not in vars(scorer.rel)  # the class's method again
+    current = losses["current"]
+    assert current.rel > 0
+    for path in ("all-pairs", "legacy"):
+        torch.testing.assert_close(losses[path].rel, current.rel, rtol=1e-5, atol=0)
+        torch.testing.assert_close(losses[path].loss, current.loss, rtol=1e-5, atol=0)
