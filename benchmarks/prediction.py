@@ -6,8 +6,8 @@ For each precision (fp32, bf16 autocast) and thread count it times, after a warm
   words/s;
 - the same batches piece by piece: batch building (ids, characters, wordpiece windows), the
   transformer encoder (``scorer.encoder``: windows, layer mix, pooling), the rest of the
-  scorer, and decoding with relations at the predicted heads
-  (``bockparse.predict.predict_trees``); the decoding share is of that total;
+  scorer (the relation MLPs included), and decoding with the relation scores at the
+  predicted heads (``bockparse.predict.predict_trees``); the decoding share is of that total;
 - the floor: the transformer's forward alone (``scorer.encoder.transformer``, the last hidden
   state only) over the file's real wordpiece windows, sorted by length and run in chunks of at
   most ``--floor-pieces`` padded pieces;
@@ -184,7 +184,8 @@ def table(rows: list[dict], parser: Parser, path: str, sentences, batch_size) ->
         "Shares are of one pass timed piece by piece (batch building + scorer + decoding); the "
         "encoder share includes the layer mix and pooling; the floor is the transformer's "
         "forward alone over the same windows sorted by length; decoding includes the relation "
-        "scores at the predicted heads; the two rel columns are timed again, outside the pass.",
+        "scores at the predicted heads (their MLPs are the scorer's); the two rel columns "
+        "(MLPs included) are timed again, outside the pass.",
         "",
         "Seconds per part (the same pass):",
         "",

@@ -195,7 +195,8 @@ def stanza_curve(
 
 def same_scorer(data: Path, seed: int, work: Path, setup: Setup) -> dict[str, tuple[float, float]]:
     """Per system, (best dev LAS its log reports, bockparse-eval's LAS of its best model's dev
-    predictions), in percent (module doc); a bockparse run still training is left out."""
+    predictions), in percent (module doc); a run not started, a bockparse run still training
+    and a Stanza run before its first evaluation are left out."""
     from bockparse.metrics import evaluate_files
 
     gold = str(data / DEV)
@@ -205,11 +206,12 @@ def same_scorer(data: Path, seed: int, work: Path, setup: Setup) -> dict[str, tu
         logged = json.loads((bock / "metrics.json").read_text(encoding="utf-8"))["val/las"]
         rescored = evaluate_files(gold, str(bock / "predictions" / "val.conllu"))["las"]
         checks["bockparse"] = (logged, rescored)
-    run_dir = work / "stanza" / f"seed{seed}"
-    found = [(int(step), 100 * float(score)) for step, score in
-             STANZA_LOG.findall((run_dir / "train.log").read_text(encoding="utf-8"))]  # fmt: skip
+    log = work / "stanza" / f"seed{seed}" / "train.log"
+    text = log.read_text(encoding="utf-8") if log.is_file() else ""  # not started yet
+    found = [(int(step), 100 * float(score)) for step, score in STANZA_LOG.findall(text)]
     if not found:
         return checks
+    run_dir = log.parent
     best = max(found, key=lambda x: (x[1], x[0]))  # Stanza keeps the later model on ties
     pred = run_dir / f"dev-best-{best[0]}.conllu"  # the model saved at that evaluation
     if not pred.is_file():
@@ -274,6 +276,15 @@ def report(
     return "\n".join(lines) + "\n"
 
 
+def publish(text: str, output: Path | None) -> int:
+    """Print a benchmark's report, and write it to ``output`` when given; ``main``'s exit
+    status (0)."""
+    print(text, end="")
+    if output:
+        output.write_text(text, encoding="utf-8")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, required=True, help="the UD Chinese-GSD v1.3 folder")
@@ -332,11 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         a if a.startswith("--") else os.path.basename(a) if a == str(args.data) else a
         for a in (argv if argv is not None else sys.argv[1:])
     )
-    text = report(results, args.at, command, recorded, checks)
-    print(text, end="")
-    if args.output:
-        args.output.write_text(text, encoding="utf-8")
-    return 0
+    return publish(report(results, args.at, command, recorded, checks), args.output)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ from stanza_parity import (  # the sibling benchmark's helpers
     REPO,
     Setup,
     bockparse_arguments,
+    publish,
     stanza_model_arguments,
     stanza_train_arguments,
 )
@@ -260,6 +261,14 @@ def ratio(pairs: dict[int, dict[str, dict]], part: str, key: str) -> float:
     return totals["bockparse"] / totals["stanza"]
 
 
+def rows(pairs: dict[int, dict[str, dict]], part: str, row) -> list[str]:
+    """A table's rows: ``row(pair, system, summary)`` for each pair and each system that ran
+    it, ``summary`` its ``part`` (``training`` or ``prediction``)."""
+    return [row(pair, system, systems[system][part])
+            for pair, systems in sorted(pairs.items())
+            for system in SYSTEMS if system in systems]  # fmt: skip
+
+
 def report(pairs: dict[int, dict[str, dict]], updates: int, command: str, setup: dict) -> str:
     """The speed tables: per pair and system, training and prediction, and the ratios."""
     lines = [
@@ -280,14 +289,10 @@ def report(pairs: dict[int, dict[str, dict]], updates: int, command: str, setup:
         "| wall s (loading included) | words/s (wall) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for pair, systems in sorted(pairs.items()):
-        for system in SYSTEMS:
-            if system not in systems:
-                continue
-            t = systems[system]["training"]
-            lines.append(f"| {pair} | {system} | {t['threads']} | {t['words']:,} | "
-                         f"{t['seconds']:.1f} | {t['median ms']:.0f} | {t['words/s']:,.0f} | "
-                         f"{t['wall']:.1f} | {t['wall words/s']:,.0f} |")  # fmt: skip
+    lines += rows(pairs, "training", lambda pair, system, t: (
+        f"| {pair} | {system} | {t['threads']} | {t['words']:,} | {t['seconds']:.1f} | "
+        f"{t['median ms']:.0f} | {t['words/s']:,.0f} | {t['wall']:.1f} | "
+        f"{t['wall words/s']:,.0f} |"))  # fmt: skip
     complete = {k: v for k, v in pairs.items() if len(v) == 2}
     if complete:
         lines += [
@@ -303,14 +308,9 @@ def report(pairs: dict[int, dict[str, dict]], updates: int, command: str, setup:
         "| pair | system | precision | torch threads | sentences | words | median s | words/s |",
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
-    for pair, systems in sorted(pairs.items()):
-        for system in SYSTEMS:
-            if system not in systems:
-                continue
-            p = systems[system]["prediction"]
-            lines.append(f"| {pair} | {system} | {p['precision']} | {p['threads']} | "
-                         f"{p['sentences']:,} | {p['words']:,} | {p['median s']:.2f} | "
-                         f"{p['words/s']:,.0f} |")  # fmt: skip
+    lines += rows(pairs, "prediction", lambda pair, system, p: (
+        f"| {pair} | {system} | {p['precision']} | {p['threads']} | {p['sentences']:,} | "
+        f"{p['words']:,} | {p['median s']:.2f} | {p['words/s']:,.0f} |"))  # fmt: skip
     if complete:
         lines += ["", f"bockparse / Stanza, words/s over the complete pairs: "
                       f"**{ratio(complete, 'prediction', 'words/s'):.2f}×**."]  # fmt: skip
@@ -369,11 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/stanza_speed.py " + " ".join(
         os.path.basename(a) if args.data is not None and a == str(args.data) else a for a in given
     )
-    text = report(read(args.work, args.updates), args.updates, command, recorded)
-    print(text, end="")
-    if args.output:
-        args.output.write_text(text, encoding="utf-8")
-    return 0
+    return publish(
+        report(read(args.work, args.updates), args.updates, command, recorded), args.output
+    )
 
 
 if __name__ == "__main__":

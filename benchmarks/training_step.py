@@ -6,9 +6,12 @@ One training step is forward (the full ``conf/model/biaffine.yaml`` scorer on Mi
 Everything is measured in one process, interleaved (repeat, batch, precision, code path), so
 that the ratios compare like with like on a shared machine:
 
-- **full step**, with the current code and with the former one (``legacy``: the character
-  model and word BiLSTM as ``nn.LSTM`` over packed sequences, all wordpiece windows of a batch
-  in one block padded to the longest), on the same weights and batches;
+- **full step**, with the current code, with the former relation path alone (``all-pairs``:
+  relation scores for every head-dependent pair, the gold heads' gathered by the loss; the
+  current code scores the gold heads' alone) and with the former code (``legacy``: the
+  character model and word BiLSTM as ``nn.LSTM`` over packed sequences, all wordpiece windows
+  of a batch in one block padded to the longest, relations at every pair), on the same weights
+  and batches;
 - **encoder floor**: MiniLM alone, forward + backward over the same batch's real windows,
   sorted by length and chunked (``length_chunks``), the part no parser can remove;
 - a **per-component breakdown** of the current step, each component run forward + backward on
@@ -49,13 +52,14 @@ from bockparse.data.subwords import length_chunks, pool_pieces
 from bockparse.data.vocab import PAD_INDEX
 from bockparse.decoders import get_decoder
 from bockparse.losses import LocalCrossEntropy, StructuredHinge
+from bockparse.model import ParserScores
 from bockparse.model.lstm import bilstm
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
 DECODERS = ("bock", "bock-original", "cle", "tarjan", "eisner")
 PRECISIONS = ("fp32", "bf16")
-PATHS = ("legacy", "current")
+PATHS = ("legacy", "all-pairs", "current")
 
 
 def parse_args() -> argparse.Namespace:
@@ -144,17 +148,26 @@ def _legacy_encoder(self, subwords) -> torch.Tensor:
                        self.pooling)  # fmt: skip
 
 
+def _all_pairs_at(self, u, v, heads) -> torch.Tensor:
+    rel = self.pairs(u, v)  # [B, N, N, R]: every pair scored, then the asked ones gathered
+    index = heads.clamp(min=0)[:, None, :, None].expand(-1, 1, -1, rel.shape[-1])
+    return rel.gather(1, index).squeeze(1)  # [B, N, R]
+
+
 @contextlib.contextmanager
 def code_path(scorer, path: str):
-    """Run ``scorer`` with the ``current`` code or the ``legacy`` one (same modules, weights)."""
-    if path == "current":
-        yield
-        return
-    swaps = [
-        (scorer.context.char_model, "forward", _legacy_characters),
-        (scorer.context, "contextualize", _legacy_contextualize),
-        (scorer.encoder, "forward", _legacy_encoder),
-    ]
+    """Run ``scorer`` with the ``current`` code, the former relation path (``all-pairs``) or
+    the ``legacy`` code (same modules, weights)."""
+    swaps = {
+        "current": [],
+        "all-pairs": [(scorer.rel, "pairs_at", _all_pairs_at)],
+        "legacy": [
+            (scorer.rel, "pairs_at", _all_pairs_at),
+            (scorer.context.char_model, "forward", _legacy_characters),
+            (scorer.context, "contextualize", _legacy_contextualize),
+            (scorer.encoder, "forward", _legacy_encoder),
+        ],
+    }[path]
     for obj, name, fn in swaps:
         setattr(obj, name, types.MethodType(fn, obj))
     try:
@@ -252,13 +265,17 @@ def components(scorer, hinge, batch, precision: str, optimizer) -> dict[str, flo
     def biaffine():
         y = leaf(h)
         with autocast(precision):
-            out = [m(y) for m in (scorer.arc, scorer.rel, scorer.linearization, scorer.distance)]
+            out = [m(y) for m in (scorer.arc, scorer.linearization, scorer.distance)]
+            out.append(scorer.rel.at(y, batch.heads))  # [B, N, R], as the loss reads them
         backward_of(out)
 
     decode = []
 
     def loss():
-        s = type(scores)(**{k: None if v is None else leaf(v) for k, v in vars(scores).items()})
+        rel = leaf(scores.rel_at_heads(batch.heads))
+        s = ParserScores(leaf(scores.arc), linearization=leaf(scores.linearization),
+                         distance=leaf(scores.distance), rel_fn=lambda: scores.rel,
+                         rel_at_fn=lambda _: rel)  # fmt: skip
         with autocast(precision):
             out = hinge(s, batch)
         out.loss.backward()
@@ -284,7 +301,8 @@ def forward_gflops(scorer, batch) -> dict[str, float]:
     """Forward GFLOPs (2 per multiply-add) of the matrix products of each part, as run.
 
     LSTMs: ``4 H (D + H)`` multiply-adds per step, direction and row, over the padded steps the
-    fused kernels run; biaffine: ``[u; 1] W`` for every position and output, then every pair;
+    fused kernels run; biaffine: ``[u; 1] W`` for every position and output, then every pair
+    (the relations: at the distinct gold heads, then each word's gold pair);
     encoder: the transformer's projections and feed-forward per real-window piece of the chunks,
     plus attention. Machine-independent: the floor ratio of the step can be no lower than
     ``(encoder + parser) / encoder`` at equal arithmetic efficiency.
@@ -300,10 +318,14 @@ def forward_gflops(scorer, batch) -> dict[str, float]:
     )
     Hc = char_lstm.hidden_size
     char = 2 * 2 * 4 * Hc * (char_lstm.input_size + Hc) * steps
+    words = batch.heads >= 0
+    gold = int((batch.heads + N * torch.arange(B)[:, None])[words].unique().numel())
     biaffine = 0
     for m in (scorer.arc, scorer.rel, scorer.linearization, scorer.distance):
         O, K1, _ = m.weight.shape
-        biaffine += 2 * B * N * (2 * m.head_mlp.in_features * (K1 - 1) + K1 * K1 * O + N * K1 * O)
+        biaffine += 2 * B * N * 2 * m.head_mlp.in_features * (K1 - 1)  # the MLPs
+        heads, pairs = (gold, int(words.sum())) if m is scorer.rel else (B * N, B * N * N)
+        biaffine += 2 * (heads * K1 * K1 * O + pairs * K1 * O)
     config = scorer.encoder.transformer.config
     Hd, F = config.hidden_size, config.intermediate_size
     lengths = batch.subwords.attention_mask.sum(-1).numpy()
@@ -407,8 +429,11 @@ def main() -> None:
                 f"| {total_words / step[precision, path]:,.0f} |"
             )
     ratio_rows = [
-        f"| current / legacy, fp32 | {step['fp32', 'current'] / step['fp32', 'legacy']:.2f} |",
-        f"| current / legacy, bf16 | {step['bf16', 'current'] / step['bf16', 'legacy']:.2f} |",
+        f"| current / {path}, {precision} | "
+        f"{step[precision, 'current'] / step[precision, path]:.2f} |"
+        for path in ("all-pairs", "legacy")
+        for precision in PRECISIONS
+    ] + [
         f"| bf16 / fp32, current | {step['bf16', 'current'] / step['fp32', 'current']:.2f} |",
         f"| bf16 / fp32, legacy | {step['bf16', 'legacy'] / step['fp32', 'legacy']:.2f} |",
         f"| encoder floor bf16 / fp32 | {floor['bf16'] / floor['fp32']:.2f} |",
@@ -474,8 +499,10 @@ def main() -> None:
         f"pretraining steps; {len(timed_batches)} batches of about "
         f"{sum(words) / len(words):,.0f} words, {args.repeats} passes, interleaved; torch "
         f"{torch.__version__}, {torch.get_num_threads()} threads; {os.cpu_count()} CPUs ({cpu}). "
-        "`legacy`: the former code path (packed `nn.LSTM`s, one padded block of windows) on "
-        "the same weights; `current`: fused BiLSTMs and length-sorted window chunks.",
+        "`legacy`: the former code path (packed `nn.LSTM`s, one padded block of windows, "
+        "relations scored at every pair) on the same weights; `all-pairs`: the current code but "
+        "relations scored at every pair, the gold ones gathered; `current`: fused BiLSTMs, "
+        "length-sorted window chunks, relations at the gold heads alone.",
         "",
         "### Full step (forward + hinge + backward) against the encoder floor",
         "",

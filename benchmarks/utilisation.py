@@ -8,9 +8,9 @@ the preset's), the script, in one process:
 
 - **counts** the FLOPs of one training update and of one prediction batch from the batch's
   shapes, per component (:func:`update_flops`, :func:`prediction_flops`): as the code runs them
-  (padded positions and character steps, every head-dependent pair) and as needed (real
-  positions and characters only; in training the relation scores at the gold heads alone, all
-  that a loss reads);
+  (padded positions and character steps, every head-dependent pair of the arc and auxiliary
+  biaffines; the relations at the gold heads alone in training, all that a loss reads, and at
+  the predicted ones in prediction) and as needed (real positions and characters only);
 - **times** each component on the same batches, forward and backward apart, each on its own
   with the inputs it gets in the step (character model; embeddings; each BiLSTM layer's two
   directions; the arc, relation and auxiliary biaffines and their MLPs; the loss; gradient
@@ -250,23 +250,24 @@ def encoder_flops(sizes: Sizes, shapes: Shapes) -> dict[str, Count]:
 def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> dict[str, Count]:
     """FLOPs of one training update, forward and backward, per component (module doc).
 
-    As run: every padded position, all ``B N^2`` pairs of every biaffine (the relation scores
-    too). Needed: real positions and characters; candidate arcs for the arc and auxiliary
-    biaffines; for the relations, ``[u_h; 1] W`` at the distinct gold heads and one pair per
-    word (its gold head).
+    As run: every padded position, all ``B N^2`` pairs of the arc and auxiliary biaffines;
+    the relations at the gold heads alone (:meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at`:
+    ``[u_h; 1] W`` at the distinct gold heads, then one pair per word). Needed: real positions
+    and characters; candidate arcs for the arc and auxiliary biaffines; the relations as run.
     """
     counts = {name: c * (1 + BACKWARD) for name, c in encoder_flops(sizes, shapes).items()}
     padded, pairs = shapes.B * shapes.N, shapes.B * shapes.N * shapes.N
     for b in sizes.biaffines:
-        gold_only = b.name == "rel"
         counts[f"{b.name} MLPs"] = Count(mlp_flops(padded, b), mlp_flops(shapes.positions, b)) * (
             1 + BACKWARD
         )
-        needed = (bilinear_flops(shapes.heads, shapes.words, b) if gold_only
-                  else bilinear_flops(shapes.positions, shapes.arcs, b))  # fmt: skip
-        counts[f"{b.name} biaffine"] = Count(bilinear_flops(padded, pairs, b), needed) * (
-            1 + BACKWARD
-        )
+        if b.name == "rel":
+            at = bilinear_flops(shapes.heads, shapes.words, b)
+            counts["rel at the gold heads"] = Count(at, at) * (1 + BACKWARD)
+        else:
+            counts[f"{b.name} biaffine"] = Count(
+                bilinear_flops(padded, pairs, b), bilinear_flops(shapes.positions, shapes.arcs, b)
+            ) * (1 + BACKWARD)
     aux = sum(b.name in ("linearization", "distance") for b in sizes.biaffines)
     if aux:
         counts["auxiliary terms of the arc scores"] = Count(
@@ -462,32 +463,28 @@ def component_fns(scorer, loss, batch, training: bool, decoder: str):
         m = getattr(scorer, name, None)
         if m is None:
             continue
-        fns[f"{name} MLPs"] = lambda m=m: (
-            m._project(m.head_mlp, grad(states)),
-            m._project(m.dep_mlp, grad(states)),
-        )
+        fns[f"{name} MLPs"] = lambda m=m: m.project(grad(states))
         with torch.no_grad():
-            u, v = m._project(m.head_mlp, states), m._project(m.dep_mlp, states)
-
-        def bilinear(m=m, u=u, v=v, at=name == "rel" and not training):
-            projections = {id(m.head_mlp): grad(u), id(m.dep_mlp): grad(v)}
-            with replaced(m, "_project", lambda mlp, _: projections[id(mlp)]):
-                return m.at(states, heads) if at else m(states)
-
-        fns["rel at the predicted heads" if name == "rel" and not training
-            else f"{name} biaffine"] = bilinear  # fmt: skip
+            u, v = m.project(states)
+        if name != "rel":
+            fns[f"{name} biaffine"] = lambda m=m, u=u, v=v: m.pairs(grad(u), grad(v))
+        else:  # at the gold heads in training, at the predicted ones in prediction
+            at = batch.heads if training else heads
+            fns[f"rel at the {'gold' if training else 'predicted'} heads"] = (
+                lambda m=m, u=u, v=v, at=at: m.pairs_at(grad(u), grad(v), at)
+            )
     if training:
-        parts = {
-            "arc": scores.arc,
-            "rel": scores.rel,
-            "linearization": scores.linearization,
-            "distance": scores.distance,
-        }
-        fns["loss"] = lambda: (
-            loss(
-                ParserScores(**{k: None if v is None else leaf(v) for k, v in parts.items()}), batch
-            ).loss
-        )
+        at_gold = scores.rel_at_heads(batch.heads)  # [B, N, R], timed above
+        parts = {"arc": scores.arc, "linearization": scores.linearization,
+                 "distance": scores.distance}  # fmt: skip
+
+        def loss_terms():
+            rel = leaf(at_gold)
+            leaves = {k: None if v is None else leaf(v) for k, v in parts.items()}
+            return loss(ParserScores(**leaves, rel_fn=lambda: scores.rel,
+                                     rel_at_fn=lambda _: rel), batch).loss  # fmt: skip
+
+        fns["loss"] = loss_terms
     else:
         at_heads = scores.rel_at_heads(heads)  # timed above, as "rel at the predicted heads"
 
@@ -820,9 +817,10 @@ def report(result: dict, command: str) -> str:
         "",
         "## One training update, per component",
         "",
-        "GFLOP of forward and backward per update (as run: padding and every pair; needed: real "
-        "positions and characters, the gold pairs of the relations); ms per update, each "
-        "component timed on its own with the inputs it gets in the step.",
+        "GFLOP of forward and backward per update (as run: padding and every pair of the arc "
+        "and auxiliary biaffines, the relations at the gold heads alone; needed: real positions "
+        "and characters); ms per update, each component timed on its own with the inputs it "
+        "gets in the step.",
         "",
         "| component | GFLOP as run | GFLOP needed | forward ms | backward ms | GFLOP/s "
         "| share of the limit |",

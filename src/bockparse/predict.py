@@ -150,7 +150,8 @@ def predict_trees(
     of the relation scores at the predicted heads alone.
 
     Args:
-        scores: the scorer's output for the batch (``arc [B, N, N]``, ``rel [B, N, N, R]``).
+        scores: the scorer's output for the batch (``arc [B, N, N]``, its relation scores at
+            the predicted heads read: ``rel_at_heads``).
         lengths: int64 ``[B]`` words per sentence.
         decoder: registry name of the decoder.
         workers: decoder threads; ``None`` uses every CPU.

@@ -1,6 +1,7 @@
-"""Fixtures shared by the unit tests: small parser heads (the model and transition tests), the
-CoNLL 2018 evaluator's counts (udtools, a dev dependency: tests only) and prediction files whose
-tags differ from the gold ones (the metric and parser tests)."""
+"""Fixtures shared by the unit tests: small parser heads (the model and transition tests) and
+their former all-pairs relation path, the CoNLL 2018 evaluator's counts (udtools, a dev
+dependency: tests only) and prediction files whose tags differ from the gold ones (the metric
+and parser tests)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,46 @@ def small_head() -> Callable[..., dict]:
         return {**SMALL_BIAFFINES, **own, "context": {**SMALL_CONTEXT, **(context or {})}}
 
     return arguments
+
+
+@pytest.fixture
+def same_as_all_pairs(monkeypatch) -> Callable:
+    """``same_as_all_pairs(head, loss, batch) -> LossOutput``: one training step of ``head`` (in
+    training mode, its dropout drawn from one seed) with ``loss``; then the same step with the
+    former relation path (``head.rel`` scores every pair, then gathers the gold heads'). Asserts
+    that the loss, its relation term and every parameter's gradient equal the former path's
+    within float rounding (float32), the other terms identical; returns the first step's
+    output (its ``grads``: parameter name -> gradient)."""
+    import torch
+
+    def step(head, loss, batch):
+        head.zero_grad(set_to_none=True)
+        torch.manual_seed(3)
+        out = loss(head(batch), batch)
+        out.loss.backward()
+        out.grads = {n: p.grad for n, p in head.named_parameters() if p.grad is not None}
+        return out
+
+    def check(head, loss, batch):
+        gold = step(head, loss, batch)
+
+        def gathered(u, v, heads):
+            rel = head.rel.pairs(u, v)  # [B, N, N, R]
+            index = heads.clamp(min=0)[:, None, :, None].expand(-1, 1, -1, rel.shape[-1])
+            return rel.gather(1, index).squeeze(1)  # [B, N, R]
+
+        with monkeypatch.context() as patch:
+            patch.setattr(head.rel, "pairs_at", gathered)
+            former = step(head, loss, batch)
+        torch.testing.assert_close(gold.loss, former.loss, rtol=1e-6, atol=0)
+        torch.testing.assert_close(gold.rel, former.rel, rtol=1e-6, atol=0)
+        assert torch.equal(gold.arc, former.arc) and torch.equal(gold.aux, former.aux)
+        assert gold.grads.keys() == former.grads.keys()
+        for name, grad in gold.grads.items():
+            torch.testing.assert_close(grad, former.grads[name], rtol=1e-5, atol=1e-7, msg=name)
+        return gold
+
+    return check
 
 
 # Replacements for a word's FEATS: each either changes what UFeats compares or only what it

@@ -64,7 +64,10 @@ class ParserHead(Protocol):
         """The batch's scores, as the run's loss takes them (``loss(scores, batch)``), their
         ``tags`` the tagger's (``None`` without one). ``gold``: the tag inputs read from the
         batch rather than the tagger's predictions
-        (:meth:`bockparse.heads.common.ContextHead.contextualize`)."""
+        (:meth:`bockparse.heads.common.ContextHead.contextualize`). Relation scores are made
+        only at the pairs read: every loss reads them at the gold heads alone
+        (``ParserScores.rel_at_heads(batch.heads)``, ``TransitionScores.rel_at_gold``), so no
+        head builds the ``[B, N, N, R]`` tensor for its loss."""
         ...
 
 

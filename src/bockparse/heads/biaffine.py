@@ -85,15 +85,17 @@ class BiaffineScorer(ContextHead):
 
         Returns:
             ``ParserScores`` with ``arc [B, N, N]`` (auxiliary terms added, detached),
-            ``rel [B, N, N, R]``, and ``linearization`` / ``distance`` ``[B, N, N]`` or
+            the relation scores on demand (``rel_at_heads(heads) [B, N, R]``, all pairs
+            ``rel [B, N, N, R]``), and ``linearization`` / ``distance`` ``[B, N, N]`` or
             ``None`` when off; all head-major ``[b, h, d]`` and finite; ``tags`` the tagger's
             scores (``None`` without one).
         """
         x, tags = self.contextualize(batch, gold)
         arc = self.arc(x).squeeze(-1)  # [B, N, N]
-        # Training: every loss reads all pairs, computed here so that the dropout draws keep
-        # their order; evaluation: on demand, at the predicted heads alone (ParserScores).
-        rel = self.rel(x) if self.training else None  # [B, N, N, R]
+        # The relation MLPs here, where the dropout draws keep their order; the pairs on demand
+        # from these projections (ParserScores): the losses read the gold heads' alone, the
+        # prediction the predicted heads'.
+        rel = self.rel.project(x)  # ([u; 1], [v; 1]): [B, N, K + 1] each
         lin = dist = None
         if self.linearization is not None or self.distance is not None:
             positions = torch.arange(x.shape[1], device=x.device)
@@ -107,10 +109,9 @@ class BiaffineScorer(ContextHead):
             arc = arc - torch.log1p((offset.abs() - predicted) ** 2 / 2).detach()
         return ParserScores(
             arc=arc,
-            rel=rel,
             linearization=lin,
             distance=dist,
-            rel_fn=lambda: self.rel(x),  # [B, N, N, R], when a loss reads it in evaluation
-            rel_at_fn=lambda heads: self.rel.at(x, heads),  # [B, N, R], for prediction
+            rel_fn=lambda: self.rel.pairs(*rel),  # [B, N, N, R]
+            rel_at_fn=lambda heads: self.rel.pairs_at(*rel, heads),  # [B, N, R]
             tags=tags,
         )

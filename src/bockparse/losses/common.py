@@ -73,21 +73,19 @@ def gold_arc_scores(scores: torch.Tensor, heads: torch.Tensor, mask: torch.Tenso
     return picked.masked_fill(~mask, 0.0)
 
 
-def relation_loss(rel: torch.Tensor, heads: torch.Tensor, rels: torch.Tensor, mask: torch.Tensor):
+def relation_loss(at_gold: torch.Tensor, rels: torch.Tensor, mask: torch.Tensor):
     """Summed relation cross-entropy at the gold heads (Stanza's relation term).
 
     Args:
-        rel: float ``[B, N, N, R]``; heads: int64 ``[B, N]``; rels: int64 ``[B, N]``, -1 where
-            the relation is unknown (not in the training vocabulary), which is then skipped;
-            mask: bool ``[B, N]``.
+        at_gold: float ``[B, N, R]``, the relation scores on the gold arcs
+            (``ParserScores.rel_at_heads(batch.heads)``; any value at ROOT and padding);
+        rels: int64 ``[B, N]``, -1 where the relation is unknown (not in the training
+            vocabulary), which is then skipped; mask: bool ``[B, N]``.
 
     Returns:
         Scalar tensor.
     """
-    rel = at_least_float(rel)
-    h = heads.clamp(min=0).masked_fill(~mask, 0)
-    R = rel.shape[-1]
-    at_gold = rel.gather(1, h[:, None, :, None].expand(-1, 1, -1, R)).squeeze(1)  # [B, N, R]
+    at_gold = at_least_float(at_gold)
     return F.cross_entropy(at_gold[mask], rels[mask], ignore_index=-1, reduction="sum")
 
 
@@ -165,7 +163,7 @@ class LossOutput:
 def combine(arc: torch.Tensor, scores: ParserScores, batch, decode_seconds: float = 0.0):
     """Add the relation and auxiliary terms to ``arc`` and normalise by the word count; with a
     tagger (``scores.tags``), add its loss (:func:`bockparse.losses.tagging.tag_loss`)."""
-    rel = relation_loss(scores.rel, batch.heads, batch.rels, batch.mask)
+    rel = relation_loss(scores.rel_at_heads(batch.heads), batch.rels, batch.mask)
     aux = auxiliary_loss(scores, batch.heads, batch.mask)
     words = int(batch.mask.sum())
     loss = (arc + rel + aux) / max(words, 1)

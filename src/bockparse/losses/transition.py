@@ -36,7 +36,7 @@ class TransitionLoss:
         logits = scores.logits.masked_fill(~scores.valid, float("-inf"))
         arc = F.cross_entropy(logits, scores.targets, reduction="sum")
         mask = batch.mask & scores.kept[:, None]
-        rel = relation_loss(scores.rel, batch.heads, batch.rels, mask)
+        rel = relation_loss(scores.rel_at_gold, batch.rels, mask)
         words = int(mask.sum())
         aux = arc.new_zeros(())
         kept = int(scores.kept.sum())

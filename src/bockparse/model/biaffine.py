@@ -16,6 +16,10 @@ class DeepBiaffine(nn.Module):
     draws it from ``N(0, init_std²)`` instead (the trajectory-identity study's switch: a zero
     ``W`` makes the first arc scores depend on head-dependent distance only, so they tie).
 
+    :meth:`project` runs the MLPs (and draws their dropout) once; :meth:`pairs` scores every
+    pair from its outputs and :meth:`pairs_at` only given ones (a head's relation scores, made
+    lazily from one projection: :class:`~bockparse.model.outputs.ParserScores`).
+
     Args:
         input_size: width ``D`` of the position vectors.
         hidden_size: width ``K`` of each MLP.
@@ -40,34 +44,36 @@ class DeepBiaffine(nn.Module):
         if init_std > 0:
             nn.init.normal_(self.weight, std=init_std)
 
-    def _project(self, mlp: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-        u = self.dropout(F.relu(mlp(x)))
-        return torch.cat([u, u.new_ones(*u.shape[:-1], 1)], dim=-1)  # [B, N, K + 1]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Score every ordered pair of positions.
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both sides' MLP outputs with 1 appended, their dropout drawn here (the head MLP's
+        first): what :meth:`pairs` and :meth:`pairs_at` take.
 
         Args:
             x: float ``[B, N, D]``.
 
         Returns:
-            float ``[B, N, N, O]``, ``[b, h, d, o]`` the score of ``h -> d``. Time
-            O(B N K (K O + N O)).
+            ``([u; 1], [v; 1])``, float ``[B, N, K + 1]`` each.
         """
-        heads = self._project(self.head_mlp, x)  # [B, N, K + 1]
-        deps = self._project(self.dep_mlp, x)  # [B, N, K + 1]
-        left = torch.einsum("bhi,oij->bhoj", heads, self.weight)  # [B, N, O, K + 1]
-        return torch.einsum("bhoj,bdj->bhdo", left, deps)  # [B, N, N, O]
+        return self._side(self.head_mlp, x), self._side(self.dep_mlp, x)
+
+    def _side(self, mlp: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        u = self.dropout(F.relu(mlp(x)))
+        return torch.cat([u, u.new_ones(*u.shape[:-1], 1)], dim=-1)  # [B, N, K + 1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Score every ordered pair of positions: :meth:`pairs` of :meth:`project`.
+
+        Args:
+            x: float ``[B, N, D]``.
+
+        Returns:
+            float ``[B, N, N, O]``, ``[b, h, d, o]`` the score of ``h -> d``.
+        """
+        return self.pairs(*self.project(x))
 
     def at(self, x: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:
-        """The scores of the pairs ``heads[b, d] -> d`` alone: :meth:`forward`'s
-        ``[b, heads[b, d], d, :]`` up to float rounding at every word.
-
-        ``[u_h; 1] W`` is computed once for each distinct head of the batch's words (UD
-        Chinese-GSD's development trees have 5,248 distinct heads, ROOT included, for 12,663
-        words), then each word's pair: O(H K (K O) + W K O) time for ``H`` distinct heads and
-        ``W`` words, and O(B N O) output memory, instead of :meth:`forward`'s
-        O(B N K (K O) + B N^2 K O) and O(B N^2 O).
+        """The scores of the pairs ``heads[b, d] -> d`` alone: :meth:`pairs_at` of
+        :meth:`project`.
 
         Args:
             x: float ``[B, N, D]``.
@@ -76,9 +82,39 @@ class DeepBiaffine(nn.Module):
         Returns:
             float ``[B, N, O]``, 0 where ``heads`` is ``-1``.
         """
-        B, N, _ = x.shape
-        u = self._project(self.head_mlp, x)  # [B, N, K + 1]
-        v = self._project(self.dep_mlp, x)  # [B, N, K + 1]
+        return self.pairs_at(*self.project(x), heads)
+
+    def pairs(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Every ordered pair's scores from :meth:`project`'s outputs.
+
+        Args:
+            u, v: float ``[B, N, K + 1]``, the head and dependent sides.
+
+        Returns:
+            float ``[B, N, N, O]``, ``[b, h, d, o]`` the score of ``h -> d``. Time
+            O(B N K (K O + N O)).
+        """
+        left = torch.einsum("bhi,oij->bhoj", u, self.weight)  # [B, N, O, K + 1]
+        return torch.einsum("bhoj,bdj->bhdo", left, v)  # [B, N, N, O]
+
+    def pairs_at(self, u: torch.Tensor, v: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:
+        """The scores of the pairs ``heads[b, d] -> d`` alone from :meth:`project`'s outputs:
+        :meth:`pairs`' ``[b, heads[b, d], d, :]`` up to float rounding at every word.
+
+        ``[u_h; 1] W`` is computed once for each distinct head of the batch's words (UD
+        Chinese-GSD's development trees have 5,248 distinct heads, ROOT included, for 12,663
+        words), then each word's pair: O(H K (K O) + W K O) time for ``H`` distinct heads and
+        ``W`` words, and O(B N O) output memory, instead of :meth:`pairs`'
+        O(B N K (K O) + B N^2 K O) and O(B N^2 O).
+
+        Args:
+            u, v: float ``[B, N, K + 1]``, the head and dependent sides.
+            heads: int64 ``[B, N]``; ``-1`` at ROOT and padding, which get no scores.
+
+        Returns:
+            float ``[B, N, O]``, 0 where ``heads`` is ``-1``.
+        """
+        B, N, _ = u.shape
         words = heads >= 0  # [B, N]
         sentence = torch.arange(B, device=heads.device)[:, None]
         rows, inverse = torch.unique((heads + N * sentence)[words], return_inverse=True)  # [H]

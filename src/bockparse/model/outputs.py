@@ -14,12 +14,14 @@ from .tagger import TagScores
 class ParserScores:
     """Scorer output for a batch, head-major as everywhere in bockparse.
 
-    The relation scores are given (a scorer in training mode computes all pairs, which every
-    loss reads) or computed when first read (:attr:`rel`, all ``N x N`` pairs), or only at the
-    predicted heads (:meth:`rel_at_heads`): prediction in evaluation mode then keeps
-    ``O(B N R)`` relation scores instead of ``O(B N^2 R)``, which dominates memory on long
-    sentences. Either is computed under the grad, inference and autocast modes in force when
-    the scores were made, wherever it is read, so it equals what an eager computation gave.
+    The relation scores are given (``rel``, all pairs) or computed on demand, from what the
+    scorer fixed when it made the scores (its relation MLPs' outputs, their dropout drawn once):
+    all ``N x N`` pairs when :attr:`rel` is first read, or only the pairs at given heads
+    (:meth:`rel_at_heads`). The losses read the gold heads' (``batch.heads``), prediction the
+    predicted heads': ``O(B N R)`` relation scores instead of ``O(B N^2 R)``, which dominates
+    the biaffines' time and, on long sentences, memory. Either is computed under the grad,
+    inference and autocast modes in force when the scores were made, wherever it is read, so
+    it equals what an eager computation gave.
 
     Args:
         arc: float ``[B, N, N]``, ``arc[b, h, d]`` the score of arc ``h -> d`` (the auxiliary
@@ -32,7 +34,8 @@ class ParserScores:
             predicted distance is ``1 + softplus(distance)``.
         rel_fn: ``() -> rel``, called once when :attr:`rel` is first read.
         rel_at_fn: ``heads [B, N] -> float [B, N, R]``, the relation scores on the arcs
-            ``heads[b, d] -> d`` alone; ``None``: taken from :attr:`rel`.
+            ``heads[b, d] -> d`` alone (``rel_fn``'s up to float rounding); ``None``: taken
+            from :attr:`rel`.
         tags: the joint tagger's scores (:class:`~bockparse.model.tagger.TagScores`), or
             ``None`` for a scorer without a tagger.
     """
@@ -85,8 +88,9 @@ class ParserScores:
 
     def rel_at_heads(self, heads: torch.Tensor) -> torch.Tensor:
         """float ``[B, N, R]``: ``rel[b, heads[b, d], d, :]`` (any value where ``heads`` is
-        ``-1``), without the other pairs' scores when the scorer can give them alone."""
-        if self._rel is None and self._rel_at_fn is not None:
+        ``-1``), without the other pairs' scores when the scorer can give them alone (then
+        whether or not :attr:`rel` was read: the same values either way)."""
+        if self._rel_at_fn is not None:
             return self._as_made(self._rel_at_fn, heads)
         R = self.rel.shape[-1]
         index = heads.clamp(min=0)[:, None, :, None].expand(-1, 1, -1, R)  # [B, 1, N, R]

@@ -1,28 +1,23 @@
 """``benchmarks/stanza_speed.py`` on fixtures: the update timer, the window of updates 2..U,
-the tables and ratios from run folders; and ``stanza_parity``'s command helpers it shares."""
+the tables and ratios from run folders; and ``stanza_parity``'s command helpers it shares and
+its tables of runs as far as they got."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
+
+@pytest.fixture(scope="module")
+def speed(benchmark):
+    return benchmark("stanza_speed")
 
 
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-speed = load("stanza_speed")
-parity = sys.modules["stanza_parity"]  # imported by stanza_speed from its folder
+@pytest.fixture(scope="module")
+def parity(speed, benchmark):
+    return benchmark("stanza_parity")  # the module stanza_speed imported from its folder
 
 
 def records(seconds: list[float], words: list[int]) -> list[dict]:
@@ -33,7 +28,7 @@ def records(seconds: list[float], words: list[int]) -> list[dict]:
     return out
 
 
-def test_the_timer_records_each_call_with_its_words():
+def test_the_timer_records_each_call_with_its_words(speed):
     calls: list[dict] = []
     fn = speed.timed(lambda x, batch, flag=False: (x, flag), calls, lambda _x, b, **_: len(b))
     assert fn(1, [1, 2, 3], flag=True) == (1, True)
@@ -43,7 +38,7 @@ def test_the_timer_records_each_call_with_its_words():
     assert calls[0]["end"] <= calls[1]["end"]
 
 
-def test_updates_two_to_u_are_timed():
+def test_updates_two_to_u_are_timed(speed):
     summary = speed.training_summary(records([9.0, 1.0, 2.0, 1.0, 7.0], [50, 100, 300, 100, 1]), 4)
     assert summary["words"] == 500 and summary["seconds"] == 4.0  # updates 2, 3, 4
     assert summary["words/s"] == 125.0 and summary["median ms"] == 1000.0
@@ -55,14 +50,14 @@ def test_updates_two_to_u_are_timed():
 def run_folder(work: Path, system: str, pair: int, seconds: list[float], passes: list[float]):
     folder = work / system / f"pair{pair}"
     folder.mkdir(parents=True)
-    (folder / speed.TIMINGS).write_text(json.dumps(
+    (folder / "timings.json").write_text(json.dumps(
         {"updates": records(seconds, [1000] * len(seconds))}))  # fmt: skip
     (folder / "prediction.json").write_text(json.dumps(
         {"seconds": passes, "words": 12000, "sentences": 500, "threads": 2,
          "precision": "32-true"}))  # fmt: skip
 
 
-def test_tables_and_ratios_from_run_folders(tmp_path, capsys):
+def test_tables_and_ratios_from_run_folders(speed, tmp_path, capsys):
     work = tmp_path / "work"
     run_folder(work, "bockparse", 1, [5.0, 1.0, 1.0], [4.0, 6.0, 5.0])
     run_folder(work, "stanza", 1, [5.0, 2.0, 2.0], [10.0, 10.0, 10.0])
@@ -84,13 +79,13 @@ def test_tables_and_ratios_from_run_folders(tmp_path, capsys):
     assert "Incomplete pairs (one system only): 2." in text
 
 
-def test_a_used_work_folder_is_refused(tmp_path):
+def test_a_used_work_folder_is_refused(speed, tmp_path):
     (tmp_path / "old").mkdir()
     with pytest.raises(SystemExit):
         speed.main(["--data", str(tmp_path), "--work", str(tmp_path)])
 
 
-def test_the_parity_commands_are_unchanged_and_the_speed_runs_use_the_preset_schedule():
+def test_the_parity_commands_are_unchanged_and_the_speed_runs_use_the_preset_schedule(parity):
     setup = parity.Setup(2)
     data, run = Path("/d"), Path("/r")
     assert parity.bockparse_arguments(data, 7, 300, run, setup) == [
@@ -105,3 +100,25 @@ def test_the_parity_commands_are_unchanged_and_the_speed_runs_use_the_preset_sch
         "--output_file", "/r/dev.conllu", "--lang", "zh-hans", "--shorthand", "zh-hans_gsd",
         "--no_pretrain", "--batch_size", "1000", "--save_dir", "/r", "--cpu", "--max_steps",
         "300", "--eval_interval", "100", "--seed", "7"]  # fmt: skip
+
+
+def test_parity_report_only_tables_runs_not_started_as_unfinished(parity, tmp_path, monkeypatch):
+    """``--report-only`` over a work folder where seed 1's bockparse run is still training and
+    its Stanza run has not started, and seed 2 has no run at all: a table, each unfinished."""
+    monkeypatch.setattr(parity, "torch_threads_seen", lambda setup: 1)  # no subprocess
+    work = tmp_path / "work"
+    bock = work / "bockparse" / "seed1" / "csv"
+    bock.mkdir(parents=True)
+    (bock / "metrics.csv").write_text("step,val/las,train/loss\n99,61.5,\n150,,0.7\n")
+    out = tmp_path / "parity.md"
+    argv = ["--data", str(tmp_path / "gsd"), "--seeds", "1", "2", "--at", "100", "300",
+            "--work", str(work), "--report-only", "--output", str(out)]  # fmt: skip
+    assert parity.main(argv) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "| 1 | bockparse | 61.50 | - |" in text and "| 1 | stanza | - | - |" in text
+    assert "| 2 | bockparse | - | - |" in text and "| 2 | bockparse − Stanza | - | - |" in text
+    assert (
+        "Not finished when this table was written: seed 1 bockparse (last evaluation: "
+        "update 100); seed 1 stanza (last evaluation: update 0); seed 2 bockparse"
+    ) in text
+    assert not (work / "stanza").exists()  # nothing trained

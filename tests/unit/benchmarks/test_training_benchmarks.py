@@ -4,24 +4,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
+import torch
+
+from bockparse.losses import LocalCrossEntropy
 
 
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_training_step_builds_the_paper_scorer_on_sample_batches():
-    training_step = load("training_step")
+def test_training_step_builds_the_paper_scorer_on_sample_batches(benchmark):
+    training_step = benchmark("training_step")
     args = argparse.Namespace(encoder="tiny-random", batch_words=200, batches=1, seed=1)
     batches, scorer = training_step.build(args)
     assert len(batches) == 2 and batches[0].subwords is not None
@@ -41,8 +33,8 @@ def _run(folder: Path, seed: int, las: float, total: float | None) -> None:
         (folder / "timing.json").write_text(json.dumps(timing))
 
 
-def test_make_train_tables_parity_and_split(tmp_path):
-    make_train = load("make_train")
+def test_make_train_tables_parity_and_split(benchmark, tmp_path):
+    make_train = benchmark("make_train")
     _run(tmp_path / "fp32" / "seed1", 1, 80.0, None)  # an older run without timing.json
     _run(tmp_path / "fp32" / "seed2", 2, 82.0, 100.0)
     _run(tmp_path / "bf16" / "seed1", 1, 79.0, 70.0)
@@ -56,3 +48,25 @@ def test_make_train_tables_parity_and_split(tmp_path):
     keep = tmp_path / "kept"
     make_train.keep(tmp_path, keep)
     assert make_train.tables(make_train.read(keep)) == text
+
+
+def test_training_step_code_paths_give_the_same_loss_on_the_same_weights(benchmark):
+    """The timed paths compare like with like: the former relation path (``all-pairs``) and the
+    former code (``legacy``) give the current path's loss within float rounding, and each path
+    leaves the scorer as it found it."""
+    training_step = benchmark("training_step")
+    args = argparse.Namespace(encoder="tiny-random", batch_words=200, batches=1, seed=1)
+    batches, scorer = training_step.build(args)
+    torch.nn.init.normal_(scorer.rel.weight, std=0.1)  # zero at first: every relation ties
+    scorer.eval()
+    batch = batches[1]
+    losses = {}
+    for path in training_step.PATHS:
+        with torch.no_grad(), training_step.code_path(scorer, path):
+            losses[path] = LocalCrossEntropy()(scorer(batch), batch)
+        assert "pairs_at" not in vars(scorer.rel)  # the class's method again
+    current = losses["current"]
+    assert current.rel > 0
+    for path in ("all-pairs", "legacy"):
+        torch.testing.assert_close(losses[path].rel, current.rel, rtol=1e-5, atol=0)
+        torch.testing.assert_close(losses[path].loss, current.loss, rtol=1e-5, atol=0)

@@ -48,9 +48,10 @@ def test_a_training_update_by_hand():
     assert counts["arc MLPs"] == Count(3 * 2 * 6 * 6, 3 * 2 * 5 * 6)
     # arc: [u; 1] W (2 x 2 x 2 FLOPs a head position), then 2 x 2 per pair (18 padded, 8 arcs)
     assert counts["arc biaffine"] == Count(3 * (6 * 8 + 18 * 4), 3 * (5 * 8 + 8 * 4))
-    # relations (O = 2): all 18 pairs as run; needed: [u; 1] W at the 3 distinct gold heads
-    # (2 x 2 x 2 x 2 FLOPs each), then each word's gold pair (3)
-    assert counts["rel biaffine"] == Count(3 * (6 * 16 + 18 * 8), 3 * (3 * 16 + 3 * 8))
+    # relations (O = 2), as run and needed: [u; 1] W at the 3 distinct gold heads (2 x 2 x 2 x 2
+    # FLOPs each), then each word's gold pair (3)
+    assert counts["rel at the gold heads"] == Count(3 * (3 * 16 + 3 * 8), 3 * (3 * 16 + 3 * 8))
+    assert "rel biaffine" not in counts
     # loss: log-softmax over the pairs, and over the 2 relations of each of the 3 words
     assert counts["loss"] == Count(3 * (5 * 18 + 5 * 2 * 3), 3 * (5 * 8 + 5 * 2 * 3))
     assert counts["gradient clipping"] == Count(30, 30)
@@ -118,7 +119,7 @@ def test_a_report_from_tiny_sizes(tmp_path, capsys):
                     "## One prediction batch, per component"):  # fmt: skip
         assert heading in text
     rows = {line.split(" | ")[0][2:]: line for line in text.splitlines() if line.startswith("| ")}
-    for name in ("character model", "BiLSTM layer 3, reverse", "rel biaffine", "loss",
+    for name in ("character model", "BiLSTM layer 3, reverse", "rel at the gold heads", "loss",
                  "optimiser step (Adadelta)", "rel at the predicted heads",
                  "**whole update (zero_grad, forward, loss, backward, clipping, Adadelta)**",
                  "**whole prediction (scorer, `predict_trees`)**"):  # fmt: skip

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from bockparse.data import UNK_INDEX
 from bockparse.heads.biaffine import BiaffineScorer
-from bockparse.losses import LocalCrossEntropy
+from bockparse.losses import LocalCrossEntropy, StructuredHinge, TreeCRF
 from bockparse.model import ParserScores
 
 SPECIALS = 3  # PAD, UNK, ROOT: the first ids of every word-level vocabulary
@@ -232,3 +232,24 @@ def test_biaffine_init_switch(vocabs, small_sizes, batch):
     assert torch.equal(arc_zero[:, d - 1, d], arc_zero[:, d + 1, d])
     assert torch.equal(arc_zero[:, d - 2, d], arc_zero[:, d + 2, d])
     assert not torch.equal(arc_drawn[:, d - 1, d], arc_drawn[:, d + 1, d])
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [
+        LocalCrossEntropy(),
+        StructuredHinge("bock", margin=1.0, single_root=True),
+        StructuredHinge("cle", margin=1.0, single_root=True, canonical_ties=True),
+        TreeCRF(single_root=True),
+    ],
+    ids=["local-ce", "hinge-bock", "hinge-cle-canonical", "crf"],
+)
+def test_losses_read_the_relations_at_the_gold_heads_as_all_pairs_gave(
+    loss, make_scorer, batch, same_as_all_pairs
+):
+    """Training scores relations at the gold heads alone; on fixed float32 weights, with dropout
+    (the same draws), every loss and every parameter's gradient equal the former path's (all
+    pairs scored, the gold ones gathered) within float rounding (``same_as_all_pairs``)."""
+    scorer = make_scorer(None, context={"dropout": 0.3}).train()
+    out = same_as_all_pairs(scorer, loss, batch)
+    assert out.rel > 0 and out.grads.keys() == {n for n, _ in scorer.named_parameters()}

@@ -40,7 +40,7 @@ def test_forward_scores_the_oracle_configurations(make_parser, mixed_batch, syst
     assert scores.targets.shape == (T,) and torch.isfinite(scores.logits).all()
     assert scores.valid[torch.arange(T), scores.targets].all()  # the oracle obeys the rules
     B, N = mixed_batch.mask.shape
-    assert scores.rel.shape == (B, N, N, len(parser.rel.weight))
+    assert scores.rel_at_gold.shape == (B, N, len(parser.rel.weight))
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
@@ -115,6 +115,18 @@ def test_loss_is_the_masked_oracle_cross_entropy_plus_relations(make_parser, mix
     assert out.counts == {"oracle_sentences": 7, "nonprojective_skipped": 1}
     out.loss.backward()
     assert [n for n, p in parser.named_parameters() if p.grad is None] == []
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_loss_reads_the_relations_at_the_gold_heads_as_all_pairs_gave(
+    make_parser, mixed_batch, same_as_all_pairs, system
+):
+    """Training scores relations at the gold heads alone; on fixed float32 weights, with dropout
+    (the same draws), the loss and every parameter's gradient equal the former path's (all
+    pairs scored, the gold ones gathered) within float rounding (``same_as_all_pairs``)."""
+    parser = make_parser(system, context={"dropout": 0.3}).train()
+    out = same_as_all_pairs(parser, TransitionLoss(), mixed_batch)
+    assert out.rel > 0 and "rel.weight" in out.grads
 
 
 def test_a_batch_of_non_projective_trees_only_gives_zero_loss(make_parser, collate,

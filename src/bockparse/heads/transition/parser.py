@@ -57,7 +57,8 @@ class TransitionScores:
             in order), the score of each transition type of ``system.kinds``; unmasked.
         targets: int64 ``[T]``: the oracle's transition type (an index into ``system.kinds``).
         valid: bool ``[T, K]``: the types whose precondition holds there.
-        rel: float ``[B, N, N, R]``, head-major relation scores (as ``ParserScores.rel``).
+        rel_at_gold: float ``[B, N, R]``, the relation scores on the gold arcs
+            ``heads[b, d] -> d`` (0 at ROOT and padding), all that the loss reads of them.
         kept: bool ``[B]``: the sentences scored; False for a non-projective gold tree left out
             under ``projective_only``.
         tags: the joint tagger's scores, or ``None`` without a tagger.
@@ -66,7 +67,7 @@ class TransitionScores:
     logits: torch.Tensor
     targets: torch.Tensor
     valid: torch.Tensor
-    rel: torch.Tensor
+    rel_at_gold: torch.Tensor
     kept: torch.Tensor
     tags: TagScores | None = None
 
@@ -156,13 +157,14 @@ class TransitionParser(ContextHead):
         """Score the static oracle's configurations of the batch's gold trees (and the tags,
         with a tagger; ``gold`` as :meth:`~bockparse.heads.common.ContextHead.contextualize`).
 
-        Time: the encoder, the relation biaffine, and O(n) Python per sentence for the oracle.
+        Time: the encoder, the relation biaffine at the gold heads alone, and O(n) Python per
+        sentence for the oracle.
 
         Raises:
             NonProjectiveError: a gold tree is non-projective and ``projective_only`` is False.
         """
         x, tags = self.contextualize(batch, gold)  # [B, N, W]
-        rel = self.rel(x)  # [B, N, N, R]
+        rel_at_gold = self.rel.at(x, batch.heads)  # [B, N, R]
         gold = batch.heads.cpu().numpy()
         lengths = batch.lengths.tolist()
         kinds = {k: i for i, k in enumerate(self.system.kinds)}
@@ -200,7 +202,7 @@ class TransitionParser(ContextHead):
             logits=logits,
             targets=torch.tensor(targets, dtype=torch.int64, device=device),
             valid=torch.tensor(valid, dtype=torch.bool, device=device).reshape(-1, K),
-            rel=rel,
+            rel_at_gold=rel_at_gold,
             kept=torch.from_numpy(kept).to(device),
             tags=tags,
         )
