@@ -130,6 +130,8 @@ class Contextualizer(nn.Module):
 
     Attributes:
         width: ``2 * lstm_hidden``, the width of the states.
+        untagged_width: the width of the inputs other than the tags (:meth:`untagged_inputs`
+            concatenated).
 
     Raises:
         ValueError: no input is enabled.
@@ -170,11 +172,10 @@ class Contextualizer(nn.Module):
             if use_chars
             else None
         )
-        input_size = (
-            word_dim * (use_words + use_chars)
-            + tag_dim * (use_upos + use_xpos + use_feats)
-            + (encoder.hidden_size if encoder is not None else 0)
+        self.untagged_width = word_dim * (use_words + use_chars) + (
+            encoder.hidden_size if encoder is not None else 0
         )
+        input_size = self.untagged_width + tag_dim * (use_upos + use_xpos + use_feats)
         if input_size == 0:
             raise ValueError("the scorer needs at least one input (words, chars, tags, encoder)")
         self.dropout = nn.Dropout(dropout)

@@ -2,7 +2,8 @@
 
 Architecture (UDPipe 2, Straka 2018; Stanza's tagger, Qi et al. 2018, for the MLP): for each
 enabled column of UPOS, XPOS and FEATS, ``Linear(W, hidden) -> ReLU -> dropout ->
-Linear(hidden, K)`` on the BiLSTM state of each word, ``K`` the column's training tags. FEATS
+Linear(hidden, K)`` on each word's BiLSTM state and its own inputs beside it
+(:meth:`bockparse.heads.common.ContextHead.contextualize`), ``K`` the column's training tags. FEATS
 is one label per word, the whole column (``Case=Nom|Number=Sing``), as UDPipe 2 predicts it
 (Stanza factors it by feature); the CoNLL 2018 evaluator's UFeats then compares its universal
 features (:func:`bockparse.metrics.universal_feats`).
@@ -57,7 +58,7 @@ class Tagger(nn.Module):
 
     Args:
         vocabs: the training vocabularies (each column's tags).
-        width: the width of the states it reads.
+        width: the width of the vectors it reads (states and inputs).
         dropout: after each hidden layer (the head's dropout).
         upos, xpos, feats: predict that column.
         hidden: each MLP's hidden width.
@@ -116,7 +117,8 @@ class Tagger(nn.Module):
         """Tag scores of every position.
 
         Args:
-            x: float ``[B, N, W]``, the contextualiser's states.
+            x: float ``[B, N, W]``, what it reads of each position (the contextualiser's
+                states and the position's non-tag inputs).
 
         Returns:
             :class:`TagScores`, ``logits[c]`` ``[B, N, K_c]``.
