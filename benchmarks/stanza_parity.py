@@ -193,6 +193,13 @@ def stanza_curve(
     return {int(step): 100 * float(score) for step, score in found}
 
 
+def kept(path: Path) -> Path:
+    """``path``, or its gzip copy ``<path>.gz`` where only that exists (the dev predictions
+    committed with a table, ``benchmarks/results/stanza_parity_like/``)."""
+    packed = path.with_name(path.name + ".gz")
+    return packed if not path.is_file() and packed.is_file() else path
+
+
 def same_scorer(data: Path, seed: int, work: Path, setup: Setup) -> dict[str, tuple[float, float]]:
     """Per system, (best dev LAS its log reports, bockparse-eval's LAS of its best model's dev
     predictions), in percent (module doc); a run not started, a bockparse run still training
@@ -204,7 +211,7 @@ def same_scorer(data: Path, seed: int, work: Path, setup: Setup) -> dict[str, tu
     checks = {}
     if (bock / "metrics.json").is_file():
         logged = json.loads((bock / "metrics.json").read_text(encoding="utf-8"))["val/las"]
-        rescored = evaluate_files(gold, str(bock / "predictions" / "val.conllu"))["las"]
+        rescored = evaluate_files(gold, str(kept(bock / "predictions" / "val.conllu")))["las"]
         checks["bockparse"] = (logged, rescored)
     log = work / "stanza" / f"seed{seed}" / "train.log"
     text = log.read_text(encoding="utf-8") if log.is_file() else ""  # not started yet
@@ -213,7 +220,7 @@ def same_scorer(data: Path, seed: int, work: Path, setup: Setup) -> dict[str, tu
         return checks
     run_dir = log.parent
     best = max(found, key=lambda x: (x[1], x[0]))  # Stanza keeps the later model on ties
-    pred = run_dir / f"dev-best-{best[0]}.conllu"  # the model saved at that evaluation
+    pred = kept(run_dir / f"dev-best-{best[0]}.conllu")  # the model saved at that evaluation
     if not pred.is_file():
         cmd = [sys.executable, "-m", "stanza.models.parser", "--mode", "predict",
                "--eval_file", gold, "--output_file", str(pred),

@@ -134,3 +134,29 @@ def test_the_ablation_decoder_comparison_regenerates(tmp_path):
                "--gold", str(gold), "--output", str(out)]  # fmt: skip
     subprocess.run(command, check=True, capture_output=True)
     assert out.read_bytes() == (study / "identity.md").read_bytes()
+
+
+def test_the_like_for_like_stanza_comparison_regenerates(tmp_path, monkeypatch):
+    """``benchmarks/stanza_parity.py --like-stanza --report-only`` on the committed runs'
+    curves, logs and dev predictions (``benchmarks/results/stanza_parity_like/``; it needs the
+    gold UD Chinese-GSD files): the committed table byte for byte, each system's best dev LAS
+    re-scored equal to its log's."""
+    import shutil
+
+    data = os.environ.get("BOCKPARSE_DATA")
+    if not data or not (Path(data) / "ud-chinese-gsd").is_dir():
+        pytest.skip("BOCKPARSE_DATA does not hold UD Chinese-GSD (the gold files)")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import stanza_parity
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    work = Path("benchmarks/results/stanza_parity_like")  # as the committed command names it
+    shutil.copytree(REPO / work, tmp_path / work)  # the script writes setup.json and curves
+    monkeypatch.chdir(tmp_path)
+    out = "benchmarks/results/stanza_parity_like.md"  # the table names its command line
+    assert stanza_parity.main(["--data", str(Path(data) / "ud-chinese-gsd"), "--like-stanza",
+                               "--threads", "1", "--seeds", "1111", "2222",
+                               "--at", "100", "200", "300", "500", "1000", "--work", str(work),
+                               "--report-only", "--output", out]) == 0  # fmt: skip
+    assert (tmp_path / out).read_bytes() == (REPO / out).read_bytes()
