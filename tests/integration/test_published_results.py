@@ -73,6 +73,14 @@ def test_the_tie_order_trace_comparison_regenerates():
     assert done.stdout == (script.parent / "results.md").read_bytes()
 
 
+def test_the_predicted_tag_table_regenerates():
+    """``experiments/predicted-tags/table.py``: the published runs by the tag inputs they read,
+    beside the UDPipe 2 anchors."""
+    script = REPO / "experiments" / "predicted-tags" / "table.py"
+    done = subprocess.run([sys.executable, str(script)], check=True, capture_output=True)
+    assert done.stdout == (script.parent / "table.md").read_bytes()
+
+
 @pytest.mark.parametrize("table, folder", [("table1-ud-first-budget", "table1-ud"),
                                            ("table1-ud", "table1-ud-plateau")])  # fmt: skip
 def test_the_punctuation_excluded_table_regenerates(table, folder, tmp_path, monkeypatch):

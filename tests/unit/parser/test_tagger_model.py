@@ -219,3 +219,23 @@ def test_a_trained_tagger_runs_tag_scores_are_the_evaluators(tagger_run, conll20
     excluded = Parser.load(tagger_run).evaluate(TEST, exclude_punct="upos")
     official = conll2018(TEST, predictions, "upos")
     assert {k: excluded[k] for k in official} == official
+
+
+def test_the_predicted_tag_table_rows_a_run_by_the_tag_inputs_it_read(tagger_run, smoke_run):
+    """``experiments/predicted-tags/table.py`` reads each run's tag inputs from its saved config:
+    the tagger run (reads its own predicted tags) and the tag-free smoke run land in their rows,
+    with the run's own test scores."""
+    import importlib.util
+
+    path = REPO / "experiments" / "predicted-tags" / "table.py"
+    spec = importlib.util.spec_from_file_location("predicted_tags_table", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    metrics = json.loads((tagger_run / "metrics.json").read_text(encoding="utf-8"))
+    lines = module.table([tagger_run, smoke_run]).splitlines()
+    [tagged] = [line for line in lines if "predicted tags (joint tagger)" in line]
+    assert "predicted tags in training" in tagged
+    for key in ("test/upos", "test/las"):
+        assert f"| {metrics[key]:.2f} |" in tagged, key
+    [plain] = [line for line in lines if "no tag inputs" in line]
+    assert "no tagger" in plain and "| – | – | – | – |" in plain
