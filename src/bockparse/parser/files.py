@@ -55,7 +55,7 @@ from ..modelfile import (
     load_tensors,
     spec_from_config,
 )
-from .settings import RunSettings, checked_settings, run_settings
+from .settings import RunSettings, checked_settings, run_settings, with_precision
 
 FORMAT = "bockparse-model"
 FORMAT_VERSION = 3  # 3: the spec's params.context (1 and 2 read: bockparse.compat)
@@ -162,8 +162,7 @@ def _read(path: Path) -> Stored:
         cfg, metrics = run.config(), run.metrics()
         settings = run_settings(cfg, str(config))
         if settings.precision == AUTO:  # saved before training wrote the one it resolved
-            values = {**asdict(settings), "precision": run.precision}
-            settings = checked_settings(values, str(config))
+            settings = with_precision(settings, run.precision, str(config))
         vocabs = next((value["vocabs"] for value in content.values() if isinstance(value, dict)
                        and isinstance(value.get("vocabs"), dict)), None)  # fmt: skip
         if vocabs is None:

@@ -1,8 +1,8 @@
 """What a parser needs from its run: :class:`RunSettings`, read from a run's composed config
 (:meth:`bockparse.rundir.RunDir.config`, :func:`run_settings`, the one place that knows the
-config's keys) or
-from a model file (:func:`checked_settings`), all plain values within stated types and ranges,
-the model among them as the closed schema's spec (:mod:`bockparse.modelfile`)."""
+config's keys; :func:`with_precision` for a run saved with ``auto``) or from a model file
+(:func:`checked_settings`), all plain values within stated types and ranges, the model among
+them as the closed schema's spec (:mod:`bockparse.modelfile`)."""
 
 from __future__ import annotations
 
@@ -89,22 +89,22 @@ def run_settings(cfg: Any, source: str = "the run's config") -> RunSettings:
         return node
 
     model, encoder = current_model(get("model"), get("encoder", required=False))
-    return checked_settings(
-        {
-            "model": spec_from_config(model, encoder, source),
-            "decoder": get("decoder", required=False),
-            "condition": get("name", required=False),
-            "max_word_chars": get("data.max_word_chars"),
-            "batch_size": get("data.batch_size"),
-            "punct_field": get("data.punct_field"),
-            "punct_tags": get("data.punct_tags"),
-            "exclude_punct": get("exclude_punct", required=False),
-            "seed": get("seed", required=False),
-            "experiment": get("experiment_name", required=False),
-            "precision": get("trainer.precision", required=False) or "32-true",
-        },
-        source,
-    )
+    spec = spec_from_config(model, encoder, source)  # validated here, not again below
+    values = {
+        "model": spec,
+        "decoder": get("decoder", required=False),
+        "condition": get("name", required=False),
+        "max_word_chars": get("data.max_word_chars"),
+        "batch_size": get("data.batch_size"),
+        "punct_field": get("data.punct_field"),
+        "punct_tags": get("data.punct_tags"),
+        "exclude_punct": get("exclude_punct", required=False),
+        "seed": get("seed", required=False),
+        "experiment": get("experiment_name", required=False),
+        "precision": get("trainer.precision", required=False) or "32-true",
+    }
+    _check_fields(values, source)
+    return _settings(values, spec, source)
 
 
 # RunSettings fields besides the model: their type and range, and whether null is allowed.
@@ -129,21 +129,48 @@ def checked_settings(values: Any, source: str) -> RunSettings:
         ModelError: an unknown or missing field, a value of the wrong type or out of range, or
             a spec the schema refuses; the message names ``source``.
     """
+    _check_fields(values, source)
+    return _settings(values, validate_spec(values["model"], source), source)
+
+
+def with_precision(settings: RunSettings, precision: Any, source: str) -> RunSettings:
+    """``settings`` with the ``precision`` its run used (for a run saved with ``auto``:
+    :attr:`bockparse.rundir.RunDir.precision`), checked as :func:`checked_settings` checks it.
+
+    Raises:
+        ModelError: a value that is not a precision; the message names ``source``.
+    """
+    _check_field("precision", precision, source)
+    return dataclasses.replace(settings, precision=precision)
+
+
+def _check_field(name: str, value: Any, source: str) -> None:
+    """A field of :data:`_SETTINGS` within its type and range."""
+    rule, nullable = _SETTINGS[name]
+    if not (value is None and nullable) and (problem := rule.problem(value)):
+        raise ModelError(f"{source}: setting {name} = {repr(value)[:60]} {problem}")
+
+
+def _check_fields(values: Any, source: str) -> None:
+    """``values`` a mapping of :class:`RunSettings`' fields, each but the model (checked by the
+    caller) within its type and range."""
     if not isinstance(values, Mapping):
         raise ModelError(f"{source}: settings must be a mapping")
     fields = {f.name for f in dataclasses.fields(RunSettings)}
     if set(values) != fields:
         raise ModelError(f"{source}: settings must have the fields {sorted(fields)}; got "
                          f"{repr(sorted(map(str, values)))[:300]}")  # fmt: skip
-    for name, (rule, nullable) in _SETTINGS.items():
-        value = values[name]
-        if not (value is None and nullable) and (problem := rule.problem(value)):
-            raise ModelError(f"{source}: setting {name} = {repr(value)[:60]} {problem}")
+    for name in _SETTINGS:
+        _check_field(name, values[name], source)
     tags = values["punct_tags"]
     if (not isinstance(tags, list) or len(tags) > MAX_PUNCT_TAGS
             or any(Name().problem(t) for t in tags)):  # fmt: skip
         raise ModelError(f"{source}: setting punct_tags must be a list of tags (strings)")
-    model = validate_spec(values["model"], source)
+
+
+def _settings(values: Mapping[str, Any], model: dict[str, Any], source: str) -> RunSettings:
+    """:class:`RunSettings` of ``values`` checked by :func:`_check_fields` with ``model``, their
+    spec as :func:`bockparse.modelfile.validate_spec` returned it, once the decoder fits it."""
     decoder = values["decoder"]  # a graph parser names a registered decoder; a transition one none
     if model["kind"] == "transition":
         if decoder is not None:

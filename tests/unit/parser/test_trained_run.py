@@ -253,3 +253,32 @@ def test_an_auto_run_predicts_in_the_precision_it_used(smoke_run, tmp_path, monk
     (run / "environment.json").write_text("{")
     with pytest.raises(ModelError, match=r"environment\.json: damaged"):
         Parser.load(run)
+    (run / "environment.json").write_text(json.dumps({"precision": "bf15"}))
+    with pytest.raises(ModelError, match=r"config\.yaml: setting precision = 'bf15' must be one"):
+        Parser.load(run)
+
+
+@pytest.mark.parametrize("precision", ["32-true", "auto"])
+def test_a_run_folders_model_is_validated_once(smoke_run, tmp_path, monkeypatch, precision):
+    """Loading a run folder checks its model spec against the schema once (also where the
+    run was saved with ``auto``: only the precision it used is checked then)."""
+    import shutil
+
+    from bockparse import modelfile
+    from bockparse.parser import settings
+
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    config = run / ".hydra" / "config.yaml"
+    config.write_text(config.read_text().replace("precision: 32-true", f"precision: {precision}"))
+    calls = []
+
+    def counted(spec, source):
+        calls.append(source)
+        return validate(spec, source)
+
+    validate = modelfile.validate_spec
+    monkeypatch.setattr(modelfile, "validate_spec", counted)
+    monkeypatch.setattr(settings, "validate_spec", counted)
+    assert Parser.load(run).precision == "32-true"
+    assert calls == [str(config)]
