@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bockparse.experiments.runs import Run, discover, metric, plateau
-from bockparse.experiments.table import PLATEAU_EVALUATIONS
+from bockparse.experiments.table import PLATEAU_EVALUATIONS, fmt_cell, summarize
 from bockparse.rundir import RunDir
 
 SCORES = (("upos", "UPOS"), ("xpos", "XPOS"), ("ufeats", "UFeats"), ("alltags", "AllTags"),
@@ -68,14 +68,6 @@ def tag_inputs(run: Run) -> tuple[str, str]:
     return "predicted", f"{tagger.train_tags} tags in training"
 
 
-def cell(values: Sequence[float]) -> str:
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}"
-
-
 def stop(run: Run) -> str:
     """``best / last`` update of a finished run, ``(rising)`` where it had not plateaued."""
     p = plateau(run)
@@ -92,7 +84,8 @@ def rows(data: str, groups: dict[tuple[str, str, str], list[Run]]) -> list[str]:
     lines = []
     for key in keys:
         group = sorted(groups[key], key=lambda r: r.seed or 0)
-        scores = [cell([v for r in group if (v := metric(r, f"test/{m}")) is not None])
+        scores = [fmt_cell(summarize({r.seed: v for r in group
+                                      if (v := metric(r, f"test/{m}")) is not None}))
                   for m, _ in SCORES]  # fmt: skip
         seeds = ", ".join(str(r.seed) for r in group)
         stops = "; ".join(stop(r) for r in group)
@@ -101,8 +94,8 @@ def rows(data: str, groups: dict[tuple[str, str, str], list[Run]]) -> list[str]:
     if data in UDPIPE2:
         name, anchor = UDPIPE2[data]
         scores = " | ".join(f"{anchor[m]:.2f}" for m, _ in SCORES)
-        lines.append(f"| {TREEBANKS[data]} | UDPipe 2 {name}, predicted tags, mBERT | – | "
-                     f"{scores} | – |")  # fmt: skip
+        lines.append(f"| {TREEBANKS[data]} | UDPipe 2 {name}, predicted tags, mBERT | — | "
+                     f"{scores} | — |")  # fmt: skip
     return lines
 
 

@@ -17,11 +17,11 @@ whose predicted HEAD or DEPREL differ between their selected checkpoints' predic
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import sys
 from pathlib import Path
 
+from bockparse.data import read_conllu
 from bockparse.experiments.runs import dev_curve
 
 HERE = Path(__file__).resolve().parent
@@ -44,11 +44,6 @@ def total(rows: dict[int, dict[str, str]], column: str, last: int) -> int:
     return sum(int(rows[u][column] or 0) for u in range(1, last + 1))
 
 
-def dev(run: Path) -> dict[int, float]:
-    """Update -> dev LAS during training, at full precision (``csv/metrics.csv``)."""
-    return dev_curve(run)
-
-
 def new_bests(curve: dict[int, float]) -> list[int]:
     """The updates whose dev LAS beats every earlier one (the schedule's "a new best")."""
     best, out = float("-inf"), []
@@ -59,11 +54,10 @@ def new_bests(curve: dict[int, float]) -> list[int]:
     return out
 
 
-def words(path: Path) -> list[tuple[str, str]]:
-    """(HEAD, DEPREL) of every word of a gzip CoNLL-U prediction file, in order."""
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        rows = [line.split("\t") for line in f if line[:1].isdigit()]
-    return [(r[6], r[7]) for r in rows if r[0].isdigit()]
+def words(path: Path) -> list[tuple[int, str]]:
+    """(HEAD, DEPREL) of every word of a (gzip) CoNLL-U prediction file, in order."""
+    sentences = read_conllu(path, single_root=True, on_malformed="error", skip_option=None)
+    return [arc for s in sentences for arc in zip(s.heads, s.rels, strict=True)]
 
 
 def main() -> None:
@@ -84,7 +78,7 @@ def main() -> None:
                   f"{total(b, 'tied', last)} | {total(a, 'disagree', last)} / "
                   f"{total(b, 'disagree', last)} |\n")  # fmt: skip
     for reference, run in RUN_PAIRS:
-        ref, got = dev(reference), dev(run)
+        ref, got = dev_curve(reference), dev_curve(run)
         common = sorted(set(ref) & set(got))
         differ = [u for u in common if ref[u] != got[u]]
         name = run.relative_to(HERE)

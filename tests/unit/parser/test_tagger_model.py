@@ -238,4 +238,4 @@ def test_the_predicted_tag_table_rows_a_run_by_the_tag_inputs_it_read(tagger_run
     for key in ("test/upos", "test/las"):
         assert f"| {metrics[key]:.2f} |" in tagged, key
     [plain] = [line for line in lines if "no tag inputs" in line]
-    assert "no tagger" in plain and "| – | – | – | – |" in plain
+    assert "no tagger" in plain and "| — | — | — | — |" in plain
