@@ -154,11 +154,15 @@ class Shapes:
             :meth:`bockparse.model.context.CharacterModel.final_states`).
         heads: distinct heads of the words (each sentence's ROOT or words that head another),
             of the gold trees in training and of the predicted ones in prediction.
+        slots: the relation pairs scored, as run: each distinct head's dependents side by side,
+            ``heads`` times the most dependents of one head
+            (:meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at`).
     """
 
     lengths: tuple[int, ...]
     char_lengths: tuple[int, ...]
     heads: int
+    slots: int
 
     @property
     def B(self) -> int:
@@ -192,8 +196,14 @@ class Shapes:
         lengths = (distinct != PAD_INDEX).sum(-1)
         heads = batch.heads if heads is None else heads
         B, N = heads.shape
-        rows = (heads + N * torch.arange(B)[:, None])[heads >= 0]  # as DeepBiaffine.at
-        return cls(tuple(batch.lengths.tolist()), tuple(lengths.tolist()), len(rows.unique()))
+        rows = (heads + N * torch.arange(B)[:, None])[heads >= 0]  # as DeepBiaffine.pairs_at
+        _, dependents = rows.unique(return_counts=True)
+        return cls(
+            tuple(batch.lengths.tolist()),
+            tuple(lengths.tolist()),
+            len(dependents),
+            len(dependents) * int(dependents.max()) if len(dependents) else 0,
+        )
 
 
 # -- counting ----------------------------------------------------------------------------------
@@ -252,8 +262,9 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
 
     As run: every padded position, all ``B N^2`` pairs of the arc and auxiliary biaffines;
     the relations at the gold heads alone (:meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at`:
-    ``[u_h; 1] W`` at the distinct gold heads, then one pair per word). Needed: real positions
-    and characters; candidate arcs for the arc and auxiliary biaffines; the relations as run.
+    ``[u_h; 1] W`` at the distinct gold heads, then each head's dependents side by side,
+    ``Shapes.slots`` pairs). Needed: real positions and characters; candidate arcs for the arc
+    and auxiliary biaffines; one relation pair per word.
     """
     counts = {name: c * (1 + BACKWARD) for name, c in encoder_flops(sizes, shapes).items()}
     padded, pairs = shapes.B * shapes.N, shapes.B * shapes.N * shapes.N
@@ -262,8 +273,9 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
             1 + BACKWARD
         )
         if b.name == "rel":
-            at = bilinear_flops(shapes.heads, shapes.words, b)
-            counts["rel at the gold heads"] = Count(at, at) * (1 + BACKWARD)
+            at = Count(bilinear_flops(shapes.heads, shapes.slots, b),
+                       bilinear_flops(shapes.heads, shapes.words, b))  # fmt: skip
+            counts["rel at the gold heads"] = at * (1 + BACKWARD)
         else:
             counts[f"{b.name} biaffine"] = Count(
                 bilinear_flops(padded, pairs, b), bilinear_flops(shapes.positions, shapes.arcs, b)
@@ -290,15 +302,17 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
 def prediction_flops(sizes: Sizes, shapes: Shapes) -> dict[str, Count]:
     """FLOPs of predicting one batch (forward only): the parts before the biaffines, the arc
     and auxiliary biaffines over all pairs, the relation scores at the predicted heads alone
-    (:meth:`bockparse.model.biaffine.DeepBiaffine.at`: at each distinct head, then each word's
-    pair); decoding is combinatorial and not counted."""
+    (:meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at`: at each distinct head, then its
+    dependents side by side); decoding is combinatorial and not counted."""
     counts = dict(encoder_flops(sizes, shapes))
     padded, pairs = shapes.B * shapes.N, shapes.B * shapes.N * shapes.N
     for b in sizes.biaffines:
         counts[f"{b.name} MLPs"] = Count(mlp_flops(padded, b), mlp_flops(shapes.positions, b))
         if b.name == "rel":
-            at = bilinear_flops(shapes.heads, shapes.words, b)
-            counts["rel at the predicted heads"] = Count(at, at)
+            counts["rel at the predicted heads"] = Count(
+                bilinear_flops(shapes.heads, shapes.slots, b),
+                bilinear_flops(shapes.heads, shapes.words, b),
+            )
         else:
             counts[f"{b.name} biaffine"] = Count(
                 bilinear_flops(padded, pairs, b), bilinear_flops(shapes.positions, shapes.arcs, b)

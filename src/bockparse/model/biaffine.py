@@ -103,9 +103,12 @@ class DeepBiaffine(nn.Module):
 
         ``[u_h; 1] W`` is computed once for each distinct head of the batch's words (UD
         Chinese-GSD's development trees have 5,248 distinct heads, ROOT included, for 12,663
-        words), then each word's pair: O(H K (K O) + W K O) time for ``H`` distinct heads and
-        ``W`` words, and O(B N O) output memory, instead of :meth:`pairs`'
-        O(B N K (K O) + B N^2 K O) and O(B N^2 O).
+        words). Each head's dependents are then set side by side (``[H, M, K + 1]``, ``M`` the
+        most dependents of one head) and scored in one batched product with their head's
+        ``[u_h; 1] W``: O(H K (K O) + H M K O) time and O(B N O) output memory, instead of
+        :meth:`pairs`' O(B N K (K O) + B N^2 K O) and O(B N^2 O), and without copying
+        ``[u_h; 1] W`` once per word (``[W, O, K + 1]``, 60 MB for a 1,000-word batch of
+        UD Chinese-GSD's 38 relations).
 
         Args:
             u, v: float ``[B, N, K + 1]``, the head and dependent sides.
@@ -119,7 +122,17 @@ class DeepBiaffine(nn.Module):
         sentence = torch.arange(B, device=heads.device)[:, None]
         rows, inverse = torch.unique((heads + N * sentence)[words], return_inverse=True)  # [H]
         left = torch.einsum("hi,oij->hoj", u.reshape(B * N, -1)[rows], self.weight)  # [H, O, K+1]
-        scores = torch.einsum("woj,wj->wo", left[inverse], v[words])  # [W, O]
+        counts = torch.bincount(inverse, minlength=rows.shape[0])  # [H]: dependents per head
+        order = torch.argsort(inverse, stable=True)  # [W]: the words grouped by head
+        group = inverse[order]
+        starts = counts.cumsum(0) - counts  # [H]: each head's first place in ``order``
+        slot = torch.arange(group.shape[0], device=heads.device) - starts[group]  # [W]
+        most = int(counts.max()) if counts.numel() else 0
+        deps = v.new_zeros(rows.shape[0], most, v.shape[-1])  # [H, M, K + 1]
+        deps[group, slot] = v[words][order]
+        grouped = torch.bmm(deps, left.transpose(1, 2))  # [H, M, O]
+        scores = grouped.new_zeros(group.shape[0], grouped.shape[-1])  # [W, O]
+        scores[order] = grouped[group, slot]
         out = scores.new_zeros(B, N, scores.shape[-1])
         out[words] = scores
         return out
