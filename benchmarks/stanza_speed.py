@@ -19,8 +19,8 @@ extra) on UD Chinese-GSD with the same sizes, one process at a time, alternating
   ``predict_dataset``, the trees set into its document), neither writing nor scoring a file.
 
 Both systems: Stanza 1.15's parser sizes (3 x 400 BiLSTM, character BiLSTM 400, biaffines 400;
-bockparse ``experiment=table1-ud-gsd``, local CE, its precision stated in the report, fp32 as
-pinned), no pretrained vectors (``--no_pretrain``), no charlm, 1,000-word batches, Adadelta;
+bockparse ``experiment=table1-ud-gsd``, local CE, in the preset's fp32 or ``--precision``'s,
+stated in the report; Stanza in fp32), no pretrained vectors (``--no_pretrain``), no charlm, 1,000-word batches, Adadelta;
 the command lines are :mod:`stanza_parity`'s (``bockparse_arguments``, the preset's schedule;
 ``stanza_train_arguments``). Every process gets ``--threads`` CPU threads
 (``OMP_NUM_THREADS``/``MKL_NUM_THREADS``, and bockparse's ``torch_threads``; the prediction
@@ -211,6 +211,8 @@ def run(system: str, pair: int, seed: int, args: argparse.Namespace, setup: Setu
     if system == "bockparse":
         argv = bockparse_arguments(data, seed, args.updates, run_dir, setup,
                                    eval_every=args.updates, schedule=())  # fmt: skip
+        if args.precision is not None:
+            argv.append(f"trainer.precision={args.precision}")
         predict = [str(run_dir), str(data / DEV)]
     else:
         argv = stanza_train_arguments(data, seed, args.updates, run_dir, setup,
@@ -271,6 +273,7 @@ def rows(pairs: dict[int, dict[str, dict]], part: str, row) -> list[str]:
 
 def report(pairs: dict[int, dict[str, dict]], updates: int, command: str, setup: dict) -> str:
     """The speed tables: per pair and system, training and prediction, and the ratios."""
+    precision = setup.get("precision") or "32-true (the preset's)"
     lines = [
         "# Training and prediction speed: bockparse and Stanza 1.15's trainer (UD Chinese-GSD)",
         "",
@@ -281,7 +284,8 @@ def report(pairs: dict[int, dict[str, dict]], updates: int, command: str, setup:
         f"bockparse torch_threads = {setup['threads']}); one process at a time, alternated "
         f"(bockparse, Stanza per pair); torch {setup['torch']}. Both: 3 x 400 BiLSTM, "
         "character BiLSTM 400, biaffines 400, no pretrained vectors, no charlm, 1,000-word "
-        "batches, Adadelta; bockparse `experiment=table1-ud-gsd` (local CE, decoder `cle`).",
+        "batches, Adadelta; bockparse `experiment=table1-ud-gsd` (local CE, decoder `cle`); "
+        f"bockparse trained in {precision}, Stanza in fp32.",
         "",
         f"## Training: updates 2–{updates}",
         "",
@@ -328,6 +332,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--passes", type=int, default=3, help="timed prediction passes")
     p.add_argument("--threads", type=int, default=2, help="CPU threads of each process")
     p.add_argument("--work", type=Path, default=Path("speed-runs"), help="run folders")
+    p.add_argument(
+        "--precision",
+        choices=("32-true", "bf16-mixed", "auto"),
+        help="bockparse's training precision (default: the preset's, 32-true)",
+    )
     p.add_argument("--output", type=Path, help="also write the tables here")
     p.add_argument("--report-only", action="store_true", help="table the runs in --work")
     p.add_argument("--train-worker", nargs=2, metavar=("SYSTEM", "OUT"), help=argparse.SUPPRESS)
@@ -356,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
 
         recorded = {"date": time.strftime("%Y-%m-%d"), "cpu": cpu_info()[0],
                     "cpus": os.cpu_count(), "threads": args.threads, "torch": torch.__version__,
-                    "machine": platform.machine()}  # fmt: skip
+                    "machine": platform.machine(), "precision": args.precision}  # fmt: skip
         write_json(setup_file, recorded)
         setup = Setup(args.threads)
         for pair, seed in enumerate(args.seeds, start=1):

@@ -77,6 +77,11 @@ def test_tables_and_ratios_from_run_folders(speed, tmp_path, capsys):
     assert "| 1 | bockparse | 32-true | 2 | 500 | 12,000 | 5.00 | 2,400 |" in text
     assert "bockparse / Stanza, words/s over the complete pairs: **2.00×**." in text
     assert "Incomplete pairs (one system only): 2." in text
+    assert "bockparse trained in 32-true (the preset's), Stanza in fp32." in text
+    setup["precision"] = "bf16-mixed"  # --precision bf16-mixed
+    (work / "setup.json").write_text(json.dumps(setup))
+    assert speed.main(argv) == 0
+    assert "bockparse trained in bf16-mixed, Stanza in fp32." in out.read_text()
 
 
 def test_a_used_work_folder_is_refused(speed, tmp_path):
