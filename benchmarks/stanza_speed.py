@@ -20,12 +20,12 @@ extra) on UD Chinese-GSD with the same sizes, one process at a time, alternating
 
 Both systems: Stanza 1.15's parser sizes (3 x 400 BiLSTM, character BiLSTM 400, biaffines 400;
 bockparse ``experiment=table1-ud-gsd``, local CE, in the preset's fp32 or ``--precision``'s,
-stated in the report; Stanza in fp32), no pretrained vectors (``--no_pretrain``), no charlm, 1,000-word batches, Adadelta;
-the command lines are :mod:`stanza_parity`'s (``bockparse_arguments``, the preset's schedule;
-``stanza_train_arguments``). Every process gets ``--threads`` CPU threads
-(``OMP_NUM_THREADS``/``MKL_NUM_THREADS``, and bockparse's ``torch_threads``; the prediction
-workers set torch's count), and each records the count torch reports inside it. Run it on a
-quiet machine: nothing else running.
+stated in the report; Stanza in fp32), no pretrained vectors (``--no_pretrain``), no charlm,
+1,000-word batches, Adadelta; the command lines are :mod:`stanza_parity`'s
+(``bockparse_arguments``, the preset's schedule; ``stanza_train_arguments``). Every process gets
+``--threads`` CPU threads (``OMP_NUM_THREADS``/``MKL_NUM_THREADS``, and bockparse's
+``torch_threads``; the prediction workers set torch's count), and each records the count torch
+reports inside it. Run it on a quiet machine: nothing else running.
 
     python benchmarks/stanza_speed.py --data DIR/ud-chinese-gsd --threads 2 \\
         --seeds 1111 2222 --work speed-runs --output benchmarks/results/stanza_speed.md

@@ -220,11 +220,21 @@ def mlp_flops(rows: int, b: Biaffine) -> int:
     return 2 * rows * (2 * b.input * b.hidden + MLP_UNIT * b.hidden)
 
 
-def bilinear_flops(rows: int, pairs: int, b: Biaffine) -> int:
+def bilinear_flops(rows: int, pairs: int, b: Biaffine, width: int | None = None) -> int:
     """Forward FLOPs of ``[u_h; 1]^T W_o [v_d; 1]``: ``[u; 1] W`` for ``rows`` head positions,
-    then the product with ``[v_d; 1]`` for ``pairs`` head-dependent pairs."""
+    then the product with ``[v_d; 1]`` for ``pairs`` head-dependent pairs; ``width``: the
+    length of ``[v_d; 1]`` as run (``K + 1``, or zero-padded: :func:`padded_width`)."""
     k1 = b.hidden + 1
-    return 2 * rows * k1 * k1 * b.outputs + 2 * pairs * k1 * b.outputs
+    width = k1 if width is None else width
+    return 2 * rows * k1 * width * b.outputs + 2 * pairs * width * b.outputs
+
+
+def padded_width(b: Biaffine) -> int:
+    """``K + 1`` zero-padded to a multiple of ``ALIGN``, as
+    :meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at` runs its products."""
+    from bockparse.model.biaffine import ALIGN
+
+    return b.hidden + 1 + -(b.hidden + 1) % ALIGN
 
 
 def character_flops(sizes: Sizes, shapes: Shapes) -> Count:
@@ -263,8 +273,9 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
     As run: every padded position, all ``B N^2`` pairs of the arc and auxiliary biaffines;
     the relations at the gold heads alone (:meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at`:
     ``[u_h; 1] W`` at the distinct gold heads, then each head's dependents side by side,
-    ``Shapes.slots`` pairs). Needed: real positions and characters; candidate arcs for the arc
-    and auxiliary biaffines; one relation pair per word.
+    ``Shapes.slots`` pairs, both on ``K + 1`` zero-padded, :func:`padded_width`). Needed: real
+    positions and characters; candidate arcs for the arc and auxiliary biaffines; one relation
+    pair per word, on ``K + 1``.
     """
     counts = {name: c * (1 + BACKWARD) for name, c in encoder_flops(sizes, shapes).items()}
     padded, pairs = shapes.B * shapes.N, shapes.B * shapes.N * shapes.N
@@ -273,7 +284,7 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
             1 + BACKWARD
         )
         if b.name == "rel":
-            at = Count(bilinear_flops(shapes.heads, shapes.slots, b),
+            at = Count(bilinear_flops(shapes.heads, shapes.slots, b, padded_width(b)),
                        bilinear_flops(shapes.heads, shapes.words, b))  # fmt: skip
             counts["rel at the gold heads"] = at * (1 + BACKWARD)
         else:
@@ -310,7 +321,7 @@ def prediction_flops(sizes: Sizes, shapes: Shapes) -> dict[str, Count]:
         counts[f"{b.name} MLPs"] = Count(mlp_flops(padded, b), mlp_flops(shapes.positions, b))
         if b.name == "rel":
             counts["rel at the predicted heads"] = Count(
-                bilinear_flops(shapes.heads, shapes.slots, b),
+                bilinear_flops(shapes.heads, shapes.slots, b, padded_width(b)),
                 bilinear_flops(shapes.heads, shapes.words, b),
             )
         else:
@@ -363,10 +374,12 @@ def machine(sizes: Sizes, positions: int, seconds: float) -> list[tuple[str, str
               (f"BiLSTM inputs, {positions} x {2 * sizes.lstm_hidden} x "
                f"{4 * sizes.lstm_hidden}", positions, 2 * sizes.lstm_hidden,
                4 * sizes.lstm_hidden)]  # fmt: skip
-    if rel is not None:
-        k1 = rel.hidden + 1
-        shapes.append((f"relation biaffine, {positions} x {k1} x {k1 * rel.outputs}",
-                       positions, k1, k1 * rel.outputs))  # fmt: skip
+    if rel is not None:  # as pairs_at runs it (columns padded) and unpadded
+        k1, padded = rel.hidden + 1, padded_width(rel)
+        shapes += [(f"relation biaffine, {positions} x {k1} x {padded * rel.outputs} (as run)",
+                    positions, k1, padded * rel.outputs),
+                   (f"relation biaffine unpadded, {positions} x {k1} x {k1 * rel.outputs}",
+                    positions, k1, k1 * rel.outputs)]  # fmt: skip
     dtypes = [("fp32", torch.float32)] + ([("bf16", torch.bfloat16)] if native_bf16("cpu") else [])
     rows = [(f"matrix product {name}", label, matmul_rate(m, k, n, dtype, seconds))
             for label, dtype in dtypes for name, m, k, n in shapes]  # fmt: skip
@@ -832,8 +845,9 @@ def report(result: dict, command: str) -> str:
         "## One training update, per component",
         "",
         "GFLOP of forward and backward per update (as run: padding and every pair of the arc "
-        "and auxiliary biaffines, the relations at the gold heads alone; needed: real positions "
-        "and characters); ms per update, each component timed on its own with the inputs it "
+        "and auxiliary biaffines, the relations at the gold heads alone, side by side per head "
+        "and zero-padded; needed: real positions and characters, one relation pair per word); "
+        "ms per update, each component timed on its own with the inputs it "
         "gets in the step.",
         "",
         "| component | GFLOP as run | GFLOP needed | forward ms | backward ms | GFLOP/s "

@@ -49,9 +49,10 @@ def test_a_training_update_by_hand():
     assert counts["arc MLPs"] == Count(3 * 2 * 6 * 6, 3 * 2 * 5 * 6)
     # arc: [u; 1] W (2 x 2 x 2 FLOPs a head position), then 2 x 2 per pair (18 padded, 8 arcs)
     assert counts["arc biaffine"] == Count(3 * (6 * 8 + 18 * 4), 3 * (5 * 8 + 8 * 4))
-    # relations (O = 2), as run and needed: [u; 1] W at the 3 distinct gold heads (2 x 2 x 2 x 2
-    # FLOPs each), then each word's gold pair (3)
-    assert counts["rel at the gold heads"] == Count(3 * (3 * 16 + 3 * 8), 3 * (3 * 16 + 3 * 8))
+    # relations (O = 2): [u; 1] W at the 3 distinct gold heads, then each word's gold pair (3);
+    # as run on [v; 1] zero-padded from K + 1 = 2 to 8 (2 x 2 x 8 x 2 FLOPs a head, 2 x 8 x 2 a
+    # pair), needed on K + 1 (2 x 2 x 2 x 2 and 2 x 2 x 2)
+    assert counts["rel at the gold heads"] == Count(3 * (3 * 64 + 3 * 32), 3 * (3 * 16 + 3 * 8))
     assert "rel biaffine" not in counts
     # loss: log-softmax over the pairs, and over the 2 relations of each of the 3 words
     assert counts["loss"] == Count(3 * (5 * 18 + 5 * 2 * 3), 3 * (5 * 8 + 5 * 2 * 3))
@@ -64,7 +65,7 @@ def test_a_prediction_batch_by_hand():
     counts = utilisation.prediction_flops(SIZES, SHAPES)
     assert counts["BiLSTM layer 1, forward"] == Count(6 * 57, 5 * 57)  # forward only
     # relations at the predicted heads: [u; 1] W at the 3 distinct heads, then the 3 words' pairs
-    assert counts["rel at the predicted heads"] == Count(3 * 16 + 3 * 8, 3 * 16 + 3 * 8)
+    assert counts["rel at the predicted heads"] == Count(3 * 64 + 3 * 32, 3 * 16 + 3 * 8)
     assert "rel biaffine" not in counts and counts["decoding and best relations"] == Count(0, 0)
 
 
@@ -84,11 +85,13 @@ def test_the_biaffine_counts_equal_torch_flop_counter():
         out.sum().backward()
     assert counter.get_total_flops() == utilisation.BACKWARD * forward  # the convention holds
     # relations at the heads: [u; 1] W at the 4 distinct heads (0 and 2 in each sentence),
-    # then 3 dependent slots per head (head 0 of sentence 1 has 3): 12 pairs as run, 7 words
+    # then 3 dependent slots per head (head 0 of sentence 1 has 3): 12 pairs as run, 7 words;
+    # K + 1 = 4 zero-padded to 8 as run
     heads = torch.tensor([[-1, 0, 0, 2, 2, 0], [-1, 2, 0, -1, -1, -1]])
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         m.at(x, heads)
-    at = utilisation.bilinear_flops(4, 12, b)
+    assert utilisation.padded_width(b) == 8
+    at = utilisation.bilinear_flops(4, 12, b, width=8)
     all_pairs = utilisation.bilinear_flops(B * N, B * N * N, b)
     assert counter.get_total_flops() == products - all_pairs + at
 

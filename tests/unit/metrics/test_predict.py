@@ -52,6 +52,12 @@ def test_relations_scored_at_the_heads_alone_equal_all_pairs():
     words = heads >= 0  # ROOT and padding get no scores
     torch.testing.assert_close(at[words], expected.squeeze(1)[words], rtol=1e-5, atol=1e-5)
     assert torch.equal(at[~words], torch.zeros_like(at[~words]))
+    star = torch.zeros_like(heads)  # every word on ROOT: one head per sentence, N - 1 slots
+    star[:, 0] = -1
+    gathered = full[:, 0, 1:]  # [B, N - 1, R]
+    torch.testing.assert_close(biaffine.at(x, star)[:, 1:], gathered, rtol=1e-5, atol=1e-5)
+    nothing = torch.full_like(heads, -1)  # no word: no head, no slot
+    assert torch.equal(biaffine.at(x, nothing), torch.zeros(B, N, 37))
     lazy = ParserScores(arc=x.new_zeros(B, N, N), rel_fn=lambda: biaffine(x),
                         rel_at_fn=lambda h: biaffine.at(x, h))  # fmt: skip
     eager = ParserScores(arc=x.new_zeros(B, N, N), rel=full)
