@@ -154,15 +154,11 @@ class Shapes:
             :meth:`bockparse.model.context.CharacterModel.final_states`).
         heads: distinct heads of the words (each sentence's ROOT or words that head another),
             of the gold trees in training and of the predicted ones in prediction.
-        slots: the relation pairs scored, as run: each distinct head's dependents side by side,
-            ``heads`` times the most dependents of one head
-            (:meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at`).
     """
 
     lengths: tuple[int, ...]
     char_lengths: tuple[int, ...]
     heads: int
-    slots: int
 
     @property
     def B(self) -> int:
@@ -197,13 +193,7 @@ class Shapes:
         heads = batch.heads if heads is None else heads
         B, N = heads.shape
         rows = (heads + N * torch.arange(B)[:, None])[heads >= 0]  # as DeepBiaffine.pairs_at
-        _, dependents = rows.unique(return_counts=True)
-        return cls(
-            tuple(batch.lengths.tolist()),
-            tuple(lengths.tolist()),
-            len(dependents),
-            len(dependents) * int(dependents.max()) if len(dependents) else 0,
-        )
+        return cls(tuple(batch.lengths.tolist()), tuple(lengths.tolist()), len(rows.unique()))
 
 
 # -- counting ----------------------------------------------------------------------------------
@@ -272,10 +262,9 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
 
     As run: every padded position, all ``B N^2`` pairs of the arc and auxiliary biaffines;
     the relations at the gold heads alone (:meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at`:
-    ``[u_h; 1] W`` at the distinct gold heads, then each head's dependents side by side,
-    ``Shapes.slots`` pairs, both on ``K + 1`` zero-padded, :func:`padded_width`). Needed: real
-    positions and characters; candidate arcs for the arc and auxiliary biaffines; one relation
-    pair per word, on ``K + 1``.
+    ``[u_h; 1] W`` at the distinct gold heads, then one pair per word, both on ``K + 1``
+    zero-padded: :func:`padded_width`). Needed: real positions and characters; candidate arcs
+    for the arc and auxiliary biaffines; the relations on ``K + 1``.
     """
     counts = {name: c * (1 + BACKWARD) for name, c in encoder_flops(sizes, shapes).items()}
     padded, pairs = shapes.B * shapes.N, shapes.B * shapes.N * shapes.N
@@ -284,7 +273,7 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
             1 + BACKWARD
         )
         if b.name == "rel":
-            at = Count(bilinear_flops(shapes.heads, shapes.slots, b, padded_width(b)),
+            at = Count(bilinear_flops(shapes.heads, shapes.words, b, padded_width(b)),
                        bilinear_flops(shapes.heads, shapes.words, b))  # fmt: skip
             counts["rel at the gold heads"] = at * (1 + BACKWARD)
         else:
@@ -313,15 +302,15 @@ def update_flops(sizes: Sizes, shapes: Shapes, optimiser: str = "Adadelta") -> d
 def prediction_flops(sizes: Sizes, shapes: Shapes) -> dict[str, Count]:
     """FLOPs of predicting one batch (forward only): the parts before the biaffines, the arc
     and auxiliary biaffines over all pairs, the relation scores at the predicted heads alone
-    (:meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at`: at each distinct head, then its
-    dependents side by side); decoding is combinatorial and not counted."""
+    (:meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at`: at each distinct head, then each
+    word's pair, on ``K + 1`` zero-padded); decoding is combinatorial and not counted."""
     counts = dict(encoder_flops(sizes, shapes))
     padded, pairs = shapes.B * shapes.N, shapes.B * shapes.N * shapes.N
     for b in sizes.biaffines:
         counts[f"{b.name} MLPs"] = Count(mlp_flops(padded, b), mlp_flops(shapes.positions, b))
         if b.name == "rel":
             counts["rel at the predicted heads"] = Count(
-                bilinear_flops(shapes.heads, shapes.slots, b, padded_width(b)),
+                bilinear_flops(shapes.heads, shapes.words, b, padded_width(b)),
                 bilinear_flops(shapes.heads, shapes.words, b),
             )
         else:
@@ -845,10 +834,9 @@ def report(result: dict, command: str) -> str:
         "## One training update, per component",
         "",
         "GFLOP of forward and backward per update (as run: padding and every pair of the arc "
-        "and auxiliary biaffines, the relations at the gold heads alone, side by side per head "
-        "and zero-padded; needed: real positions and characters, one relation pair per word); "
-        "ms per update, each component timed on its own with the inputs it "
-        "gets in the step.",
+        "and auxiliary biaffines, the relations at the gold heads alone on zero-padded vectors; "
+        "needed: real positions and characters, the relations unpadded); ms per update, each "
+        "component timed on its own with the inputs it gets in the step.",
         "",
         "| component | GFLOP as run | GFLOP needed | forward ms | backward ms | GFLOP/s "
         "| share of the limit |",

@@ -106,16 +106,16 @@ class DeepBiaffine(nn.Module):
 
         ``[u_h; 1] W`` is computed once for each distinct head of the batch's words (UD
         Chinese-GSD's development trees have 5,248 distinct heads, ROOT included, for 12,663
-        words). Each head's dependents are then set side by side (``[H, M, K + 1]``, ``M`` the
-        most dependents of one head) and scored in one batched product with their head's
-        ``[u_h; 1] W``: O(H K (K O) + H M K O) time and O(B N O) output memory, instead of
-        :meth:`pairs`' O(B N K (K O) + B N^2 K O) and O(B N^2 O), and without copying
-        ``[u_h; 1] W`` once per word (``[W, O, K + 1]``, 60 MB for a 1,000-word batch of
-        UD Chinese-GSD's 38 relations). Both products run on the last axis zero-padded to a
-        multiple of :data:`ALIGN` (``K + 1`` = 401 becomes 408): the zeros add nothing, and the
-        first product's ``O (K + 1)`` output columns (15,238 for GSD) are then a multiple of 8,
-        which the CPU's fp32 matrix product ran 1.4-1.8 times faster
-        (``benchmarks/results/utilisation.md`` has the step's rates).
+        words), the heads ordered by their number of dependents. The heads with ``c``
+        dependents then score them in one batched product (``[h_c, c, K + 1]`` with
+        ``[h_c, K + 1, O]``), one product per distinct ``c``: O(H K (K O) + W K O) time, O(B N O)
+        output memory and no padding, instead of :meth:`pairs`' O(B N K (K O) + B N^2 K O) and
+        O(B N^2 O), and without copying ``[u_h; 1] W`` once per word (``[W, O, K + 1]``, 60 MB
+        for a 1,000-word batch of UD Chinese-GSD's 38 relations). Both products run on the last
+        axis zero-padded to a multiple of :data:`ALIGN` (``K + 1`` = 401 becomes 408): the
+        zeros add nothing, and the first product's ``O (K + 1)`` output columns (15,238 for
+        GSD) are then a multiple of 8, which this CPU's fp32 matrix product runs markedly
+        faster (``benchmarks/results/utilisation.md`` rates both shapes).
 
         Args:
             u, v: float ``[B, N, K + 1]``, the head and dependent sides.
@@ -127,21 +127,28 @@ class DeepBiaffine(nn.Module):
         B, N, _ = u.shape
         words = heads >= 0  # [B, N]
         sentence = torch.arange(B, device=heads.device)[:, None]
-        rows, inverse = torch.unique((heads + N * sentence)[words], return_inverse=True)  # [H]
+        rows, inverse, counts = torch.unique(
+            (heads + N * sentence)[words], return_inverse=True, return_counts=True
+        )  # [H], [W], [H]
+        by_fanout = torch.argsort(counts, stable=True)  # [H]: heads, fewest dependents first
+        place = torch.empty_like(by_fanout)
+        place[by_fanout] = torch.arange(by_fanout.shape[0], device=heads.device)
+        order = torch.argsort(place[inverse], stable=True)  # [W]: words by their head's place
         pad = -u.shape[-1] % ALIGN
         weight = F.pad(self.weight, (0, pad))  # [O, K + 1, P]: P = K + 1 + pad, zeros added
-        left = torch.einsum("hi,oij->hoj", u.reshape(B * N, -1)[rows], weight)  # [H, O, P]
-        counts = torch.bincount(inverse, minlength=rows.shape[0])  # [H]: dependents per head
-        order = torch.argsort(inverse, stable=True)  # [W]: the words grouped by head
-        group = inverse[order]
-        starts = counts.cumsum(0) - counts  # [H]: each head's first place in ``order``
-        slot = torch.arange(group.shape[0], device=heads.device) - starts[group]  # [W]
-        most = int(counts.max()) if counts.numel() else 0
-        deps = v.new_zeros(rows.shape[0], most, left.shape[-1])  # [H, M, P]
-        deps[group, slot] = F.pad(v[words][order], (0, pad))
-        grouped = torch.bmm(deps, left.transpose(1, 2))  # [H, M, O]
-        scores = grouped.new_zeros(group.shape[0], grouped.shape[-1])  # [W, O]
-        scores[order] = grouped[group, slot]
+        left = torch.einsum(
+            "hi,oij->hoj", u.reshape(B * N, -1)[rows[by_fanout]], weight
+        )  # [H, O, P]
+        deps = F.pad(v[words][order], (0, pad))  # [W, P]
+        fanouts, sizes = torch.unique_consecutive(counts[by_fanout], return_counts=True)
+        blocks, h, w = [], 0, 0
+        for c, n in zip(fanouts.tolist(), sizes.tolist(), strict=True):  # n heads of c words
+            block = deps[w : w + n * c].view(n, c, -1)  # [n, c, P]
+            blocks.append(torch.bmm(block, left[h : h + n].transpose(1, 2)).flatten(0, 1))
+            h, w = h + n, w + n * c
+        scores = left.new_zeros(order.shape[0], left.shape[1])  # [W, O]
+        if blocks:
+            scores[order] = torch.cat(blocks)  # [W, O], back in the words' order
         out = scores.new_zeros(B, N, scores.shape[-1])
         out[words] = scores
         return out

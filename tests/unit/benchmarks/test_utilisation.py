@@ -24,9 +24,8 @@ Biaffine, Count, Shapes, Sizes = (utilisation.Biaffine, utilisation.Count, utili
                                   utilisation.Sizes)  # fmt: skip
 
 # Two sentences of 1 and 2 words (B = 2, N = 3: 6 padded positions, 5 real, 3 words, 8
-# candidate arcs, 18 pairs); distinct words of 1, 2 and 1 characters; 3 distinct heads of one
-# dependent each (3 relation slots).
-SHAPES = Shapes(lengths=(1, 2), char_lengths=(1, 2, 1), heads=3, slots=3)
+# candidate arcs, 18 pairs); distinct words of 1, 2 and 1 characters; 3 distinct heads.
+SHAPES = Shapes(lengths=(1, 2), char_lengths=(1, 2, 1), heads=3)
 SIZES = Sizes(char_dim=2, char_hidden=1, word_dim=3, lstm_input=4, lstm_hidden=1, lstm_layers=2,
               biaffines=(Biaffine("arc", 2, 1, 1), Biaffine("rel", 2, 1, 2)),
               parameters=10)  # fmt: skip
@@ -85,13 +84,12 @@ def test_the_biaffine_counts_equal_torch_flop_counter():
         out.sum().backward()
     assert counter.get_total_flops() == utilisation.BACKWARD * forward  # the convention holds
     # relations at the heads: [u; 1] W at the 4 distinct heads (0 and 2 in each sentence),
-    # then 3 dependent slots per head (head 0 of sentence 1 has 3): 12 pairs as run, 7 words;
-    # K + 1 = 4 zero-padded to 8 as run
+    # then the 7 words' pairs; K + 1 = 4 zero-padded to 8 as run
     heads = torch.tensor([[-1, 0, 0, 2, 2, 0], [-1, 2, 0, -1, -1, -1]])
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         m.at(x, heads)
     assert utilisation.padded_width(b) == 8
-    at = utilisation.bilinear_flops(4, 12, b, width=8)
+    at = utilisation.bilinear_flops(4, 7, b, width=8)
     all_pairs = utilisation.bilinear_flops(B * N, B * N * N, b)
     assert counter.get_total_flops() == products - all_pairs + at
 
@@ -102,9 +100,8 @@ def test_shapes_count_each_distinct_character_sequence_once():
     heads = torch.tensor([[-1, 0, 1, 1], [-1, 0, -1, -1]])
     batch = types.SimpleNamespace(chars=chars, lengths=torch.tensor([3, 1]), heads=heads)
     shapes = Shapes.of(batch)
-    assert sorted(shapes.char_lengths) == [1, 1, 2] and (shapes.heads, shapes.slots) == (3, 6)
-    other = Shapes.of(batch, torch.tensor([[-1, 0, 0, 0], [-1, 0, -1, -1]]))
-    assert (other.heads, other.slots) == (2, 6)  # 3 dependents of ROOT in sentence 1
+    assert sorted(shapes.char_lengths) == [1, 1, 2] and shapes.heads == 3
+    assert Shapes.of(batch, torch.tensor([[-1, 0, 0, 0], [-1, 0, -1, -1]])).heads == 2
     assert (shapes.B, shapes.N, shapes.words, shapes.positions, shapes.arcs) == (2, 4, 4, 6, 14)
 
 
