@@ -220,11 +220,11 @@ def bilinear_flops(rows: int, pairs: int, b: Biaffine, width: int | None = None)
 
 
 def padded_width(b: Biaffine) -> int:
-    """``K + 1`` zero-padded to a multiple of ``ALIGN``, as
-    :meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at` runs its products."""
-    from bockparse.model.biaffine import ALIGN
+    """``K + 1`` zero-padded as :meth:`bockparse.model.biaffine.DeepBiaffine.pairs_at` runs its
+    products (:func:`bockparse.model.biaffine.aligned`)."""
+    from bockparse.model.biaffine import aligned
 
-    return b.hidden + 1 + -(b.hidden + 1) % ALIGN
+    return aligned(b.hidden + 1)
 
 
 def character_flops(sizes: Sizes, shapes: Shapes) -> Count:

@@ -10,6 +10,11 @@ from torch import nn
 ALIGN = 8
 
 
+def aligned(width: int) -> int:
+    """``width`` rounded up to a multiple of :data:`ALIGN` (:meth:`DeepBiaffine.pairs_at`)."""
+    return width + -width % ALIGN
+
+
 class DeepBiaffine(nn.Module):
     """``s[b, h, d, o] = [u_h; 1]^T W_o [v_d; 1]`` with ``u = MLP_head(x)``, ``v = MLP_dep(x)``.
 
@@ -134,7 +139,7 @@ class DeepBiaffine(nn.Module):
         place = torch.empty_like(by_fanout)
         place[by_fanout] = torch.arange(by_fanout.shape[0], device=heads.device)
         order = torch.argsort(place[inverse], stable=True)  # [W]: words by their head's place
-        pad = -u.shape[-1] % ALIGN
+        pad = aligned(u.shape[-1]) - u.shape[-1]
         weight = F.pad(self.weight, (0, pad))  # [O, K + 1, P]: P = K + 1 + pad, zeros added
         left = torch.einsum(
             "hi,oij->hoj", u.reshape(B * N, -1)[rows[by_fanout]], weight
