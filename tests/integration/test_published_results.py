@@ -81,6 +81,18 @@ def test_the_predicted_tag_table_regenerates():
     assert done.stdout == (script.parent / "table.md").read_bytes()
 
 
+def test_the_predicted_tag_attribution_regenerates():
+    """``experiments/predicted-tags/attribution.py`` (it needs the gold treebanks): each
+    published joint-tagger run's test LAS with its own tags, with the gold tags in, and split by
+    the words its tagger got right, from the committed prediction files."""
+    data = os.environ.get("BOCKPARSE_DATA")
+    if not data or not all((Path(data) / t).is_dir() for t in ("ud-english-ewt", "ud-chinese-gsd")):
+        pytest.skip("BOCKPARSE_DATA does not hold the UD treebanks (the gold files)")
+    script = REPO / "experiments" / "predicted-tags" / "attribution.py"
+    done = subprocess.run([sys.executable, str(script)], check=True, capture_output=True)
+    assert done.stdout == (script.parent / "attribution.md").read_bytes()
+
+
 @pytest.mark.parametrize("table, folder", [("table1-ud-first-budget", "table1-ud"),
                                            ("table1-ud", "table1-ud-plateau")])  # fmt: skip
 def test_the_punctuation_excluded_table_regenerates(table, folder, tmp_path, monkeypatch):

@@ -1,0 +1,151 @@
+"""Where the LAS lost to predicted tags goes (issue 52): each published joint-tagger run (row
+(b) of ``table.md``) scored on the test set three ways, from committed prediction files and the
+gold treebank.
+
+- **own tags**: its ``predictions/test.conllu`` (the tags its tagger predicted, which the
+  parser read; the run's ``metrics.json`` scores);
+- **gold tags in**: the same model reading the test file's gold UPOS/XPOS/FEATS instead,
+  ``gold-inputs/<treebank>-seed<N>.conllu``, written from the run's ``best.ckpt`` before it was
+  published by
+
+      bockparse-predict RUN_FOLDER TEST.conllu --tags auto \\
+          --out experiments/predicted-tags/gold-inputs/<treebank>-seed<N>.conllu
+
+- the own-tag LAS of the words whose predicted UPOS (and all three tags) were right, and of
+  those whose were wrong.
+
+With the gold-tag runs (row (a)) of the same treebank, English-EWT's gap to UDPipe 2 splits
+into three parts that sum to it: the tag errors at test time (own tags − gold tags in, same
+model), training on predicted tags (gold tags in − row (a)), and what row (a) itself lacks
+against UDPipe 2 (encoder and set-up, with gold tags against UDPipe 2's predicted ones).
+
+    BOCKPARSE_DATA=/path/to/treebanks python experiments/predicted-tags/attribution.py \\
+        > experiments/predicted-tags/attribution.md
+
+Every word is scored (punctuation included, ROOT excluded, LAS on base relations: the CoNLL
+2018 evaluator's definitions, :func:`bockparse.metrics.evaluate_files`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from table import HERE, SOURCES, TREEBANKS, UDPIPE2, tag_inputs
+
+from bockparse.data.vocab import base_relation
+from bockparse.experiments.loading import gold_file
+from bockparse.experiments.runs import Run, discover, metric
+from bockparse.metrics import aligned_files, evaluate_files, universal_feats
+from bockparse.rundir import RunDir
+
+GOLD_INPUTS = HERE / "gold-inputs"
+
+
+def gold_inputs_file(run: Run) -> Path:
+    """The committed prediction file of ``run``'s model reading the gold tags."""
+    return GOLD_INPUTS / f"{run.data}-seed{run.seed}.conllu"
+
+
+def split_las(gold_path: Path, pred_path: Path) -> dict[str, tuple[int, int]]:
+    """``(words with the right head and base relation, words)`` of the words whose predicted
+    UPOS / all three tags equal the gold ones (``upos right``, ``upos wrong``, ``alltags
+    right``, ``alltags wrong``); every word scored, as ``metrics.json``."""
+    gold, pred = aligned_files(str(gold_path), str(pred_path))
+    counts = {k: [0, 0] for k in ("upos right", "upos wrong", "alltags right", "alltags wrong")}
+    for g, p in zip(gold, pred, strict=True):
+        for i in range(len(g)):
+            label = base_relation(g.rels[i]) == base_relation(p.rels[i])
+            right = g.heads[i] == p.heads[i] and label
+            upos = g.upos[i] == p.upos[i]
+            feats = universal_feats(g.feats[i]) == universal_feats(p.feats[i])
+            alltags = upos and g.xpos[i] == p.xpos[i] and feats
+            for key in (f"upos {'right' if upos else 'wrong'}",
+                        f"alltags {'right' if alltags else 'wrong'}"):  # fmt: skip
+                counts[key][0] += int(right)
+                counts[key][1] += 1
+    return {k: (c[0], c[1]) for k, c in counts.items()}
+
+
+def run_rows(run: Run) -> tuple[list[str], float, float]:
+    """The table lines of one run, its own-tag LAS and its LAS with the gold tags in."""
+    gold_path, _ = gold_file(run.path, "test")
+    own = evaluate_files(str(gold_path), str(RunDir(run.path).predictions("test")))
+    gold_in = evaluate_files(str(gold_path), str(gold_inputs_file(run)))
+    recorded = metric(run, "test/las")
+    if recorded is None or abs(own["las"] - recorded) > 5e-3:
+        raise SystemExit(f"{run.path}: its predictions score LAS {own['las']:.2f}, its "
+                         f"metrics.json {recorded}: not the files of one run")  # fmt: skip
+    split = split_las(gold_path, RunDir(run.path).predictions("test"))
+    counted = (
+        split["upos right"][0] + split["upos wrong"][0],
+        split["upos right"][1],
+        split["alltags right"][1],
+    )
+    if counted != (own["labels"], own["right_upos"], own["right_alltags"]):
+        raise SystemExit(
+            f"{run.path}: the split counts {counted} (labels, UPOS, AllTags right), "
+            f"the evaluator {own['labels'], own['right_upos'], own['right_alltags']}"
+        )
+    name = f"{TREEBANKS.get(run.data or '', run.data)}, seed {run.seed}"
+    lines = [
+        f"| {name} | own tags (UPOS {own['upos']:.2f}, AllTags {own['alltags']:.2f}) | "
+        f"{own['uas']:.2f} | {own['las']:.2f} | {own['words']:,} |",
+        f"| {name} | gold tags in, same model | {gold_in['uas']:.2f} | {gold_in['las']:.2f} | "
+        f"{gold_in['words']:,} |",
+    ]
+    for key, (right, words) in split.items():
+        las = 100.0 * right / words if words else 0.0
+        lines.append(f"| {name} | own tags, words with {key} | — | {las:.2f} | {words:,} |")
+    return lines, own["las"], gold_in["las"]
+
+
+def gold_las(data: str) -> list[float]:
+    """Test LAS of the gold-tag runs (row (a)) of a treebank."""
+    runs = discover([p for p in SOURCES if p.is_dir()]).runs
+    return [v for r in runs if r.ok and r.data == data and tag_inputs(r)[0] == "gold"
+            and (v := metric(r, "test/las")) is not None]  # fmt: skip
+
+
+def report(paths: Sequence[Path] = (HERE / "runs",)) -> str:
+    runs = [r for r in discover([p for p in paths if p.is_dir()]).runs
+            if r.ok and tag_inputs(r)[0] == "predicted"]  # fmt: skip
+    runs.sort(key=lambda r: (list(TREEBANKS).index(r.data) if r.data in TREEBANKS else 99,
+                             r.seed or 0))  # fmt: skip
+    out = ["Test set, every word scored (CoNLL 2018 evaluator's definitions, gold "
+           "tokenisation). Own tags: the run's predictions, read by its parser; gold tags in: "
+           "the same checkpoint reading the test file's gold tags; the split rows score the "
+           "own-tag predictions on the words whose predicted tags were right or wrong.", "",
+           "| run | parser's tag inputs | UAS | LAS | words |",
+           "|---|---|---|---|---|"]  # fmt: skip
+    per_data: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        lines, own, gold_in = run_rows(run)
+        out += lines
+        per_data.setdefault(run.data or "?", []).append((own, gold_in))
+    for data, pairs in per_data.items():
+        own = statistics.fmean(p[0] for p in pairs)
+        gold_in = statistics.fmean(p[1] for p in pairs)
+        gold = gold_las(data)
+        out += ["", f"{TREEBANKS.get(data, data)} ({len(pairs)} joint-tagger run(s), "
+                f"{len(gold)} gold-tag runs), mean test LAS:", "",
+                f"- tag errors at test time (own tags − gold tags in, same model): "
+                f"{own - gold_in:+.2f}"]  # fmt: skip
+        if gold:
+            out.append(
+                f"- training with predicted tags (gold tags in − the gold-tag runs' "
+                f"{statistics.fmean(gold):.2f}): {gold_in - statistics.fmean(gold):+.2f}"
+            )
+        if data in UDPIPE2 and gold:
+            anchor = UDPIPE2[data][1]["las"]
+            out.append(f"- the gold-tag runs − UDPipe 2's {anchor:.2f} (encoder and set-up, our "
+                       f"gold tags against its predicted ones): "
+                       f"{statistics.fmean(gold) - anchor:+.2f}")  # fmt: skip
+            out.append(f"- sum: own tags − UDPipe 2 = {own - anchor:+.2f}")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(report())
