@@ -5,11 +5,12 @@ gold treebank.
 - **own tags**: its ``predictions/test.conllu`` (the tags its tagger predicted, which the
   parser read; the run's ``metrics.json`` scores);
 - **gold tags in**: the same model reading the test file's gold UPOS/XPOS/FEATS instead,
-  ``gold-inputs/<treebank>-seed<N>.conllu``, written from the run's ``best.ckpt`` before it was
-  published by
+  ``gold-inputs/<treebank>-seed<N>.conllu.gz``, written from the run's ``best.ckpt`` before it
+  was published by
 
       bockparse-predict RUN_FOLDER TEST.conllu --tags auto \\
           --out experiments/predicted-tags/gold-inputs/<treebank>-seed<N>.conllu
+      gzip -n experiments/predicted-tags/gold-inputs/<treebank>-seed<N>.conllu
 
 - the own-tag LAS of the words whose predicted UPOS (and all three tags) were right, and of
   those whose were wrong.
@@ -46,7 +47,7 @@ GOLD_INPUTS = HERE / "gold-inputs"
 
 def gold_inputs_file(run: Run) -> Path:
     """The committed prediction file of ``run``'s model reading the gold tags."""
-    return GOLD_INPUTS / f"{run.data}-seed{run.seed}.conllu"
+    return GOLD_INPUTS / f"{run.data}-seed{run.seed}.conllu.gz"
 
 
 def split_las(gold_path: Path, pred_path: Path) -> dict[str, tuple[int, int]]:
