@@ -18,7 +18,10 @@ gold treebank.
 With the gold-tag runs (row (a)) of the same treebank, English-EWT's gap to UDPipe 2 splits
 into three parts that sum to it: the tag errors at test time (own tags − gold tags in, same
 model), training on predicted tags (gold tags in − row (a)), and what row (a) itself lacks
-against UDPipe 2 (encoder and set-up, with gold tags against UDPipe 2's predicted ones).
+against UDPipe 2 (encoder and set-up, with gold tags against UDPipe 2's predicted ones). The
+first two parts come with paired sentence-bootstrap intervals
+(:func:`bockparse.experiments.stats.bootstrap_interval` with ``minus``): the test set's
+sampling variation, not the seeds'.
 
     BOCKPARSE_DATA=/path/to/treebanks python experiments/predicted-tags/attribution.py \\
         > experiments/predicted-tags/attribution.md
@@ -37,12 +40,14 @@ from pathlib import Path
 from table import HERE, SOURCES, TREEBANKS, UDPIPE2, tag_inputs
 
 from bockparse.data.vocab import base_relation
-from bockparse.experiments.loading import gold_file
+from bockparse.experiments.loading import file_sentence_las, gold_file, sentence_las
 from bockparse.experiments.runs import Run, discover, metric
+from bockparse.experiments.stats import bootstrap_interval
 from bockparse.metrics import aligned_files, evaluate_files, universal_feats
 from bockparse.rundir import RunDir
 
 GOLD_INPUTS = HERE / "gold-inputs"
+SAMPLES, LEVEL = 1000, 0.95
 
 
 def gold_inputs_file(run: Run) -> Path:
@@ -103,11 +108,17 @@ def run_rows(run: Run) -> tuple[list[str], float, float]:
     return lines, own["las"], gold_in["las"]
 
 
-def gold_las(data: str) -> list[float]:
-    """Test LAS of the gold-tag runs (row (a)) of a treebank."""
+def gold_tag_runs(data: str) -> list[Run]:
+    """The finished gold-tag runs (row (a)) of a treebank."""
     runs = discover([p for p in SOURCES if p.is_dir()]).runs
-    return [v for r in runs if r.ok and r.data == data and tag_inputs(r)[0] == "gold"
-            and (v := metric(r, "test/las")) is not None]  # fmt: skip
+    return [r for r in runs if r.ok and r.data == data and tag_inputs(r)[0] == "gold"
+            and metric(r, "test/las") is not None]  # fmt: skip
+
+
+def interval(first: list[list[tuple[int, int]]], second: list[list[tuple[int, int]]]) -> str:
+    """The paired sentence-bootstrap interval of ``mean(first) - mean(second)``, as text."""
+    low, high = bootstrap_interval(first, minus=second, samples=SAMPLES, level=LEVEL)
+    return f"{100 * LEVEL:g} % interval [{low:+.2f}, {high:+.2f}]"
 
 
 def report(paths: Sequence[Path] = (HERE / "runs",)) -> str:
@@ -129,15 +140,24 @@ def report(paths: Sequence[Path] = (HERE / "runs",)) -> str:
     for data, pairs in per_data.items():
         own = statistics.fmean(p[0] for p in pairs)
         gold_in = statistics.fmean(p[1] for p in pairs)
-        gold = gold_las(data)
+        tagger_runs = [r for r in runs if r.data == data]
+        own_sentences = [sentence_las(r.path, "test") for r in tagger_runs]
+        gold_in_sentences = [
+            file_sentence_las(gold_file(r.path, "test")[0], gold_inputs_file(r))
+            for r in tagger_runs
+        ]
+        gold_runs = gold_tag_runs(data)
+        gold = [metric(r, "test/las") or 0.0 for r in gold_runs]
         out += ["", f"{TREEBANKS.get(data, data)} ({len(pairs)} joint-tagger run(s), "
                 f"{len(gold)} gold-tag runs), mean test LAS:", "",
                 f"- tag errors at test time (own tags − gold tags in, same model): "
-                f"{own - gold_in:+.2f}"]  # fmt: skip
+                f"{own - gold_in:+.2f}, {interval(own_sentences, gold_in_sentences)}"]  # fmt: skip
         if gold:
+            gold_sentences = [sentence_las(r.path, "test") for r in gold_runs]
             out.append(
                 f"- training with predicted tags (gold tags in − the gold-tag runs' "
-                f"{statistics.fmean(gold):.2f}): {gold_in - statistics.fmean(gold):+.2f}"
+                f"{statistics.fmean(gold):.2f}): {gold_in - statistics.fmean(gold):+.2f}, "
+                f"{interval(gold_in_sentences, gold_sentences)}"
             )
         if data in UDPIPE2 and gold:
             anchor = UDPIPE2[data][1]["las"]
@@ -145,6 +165,13 @@ def report(paths: Sequence[Path] = (HERE / "runs",)) -> str:
                        f"gold tags against its predicted ones): "
                        f"{statistics.fmean(gold) - anchor:+.2f}")  # fmt: skip
             out.append(f"- sum: own tags − UDPipe 2 = {own - anchor:+.2f}")
+    if per_data:
+        out += ["", f"The intervals are {100 * LEVEL:g} % percentile bootstrap intervals over "
+                f"the test sentences ({SAMPLES} resamples, resampling seed 0), paired: both "
+                "sides are scored on the same resampled sentences. They measure the test "
+                "set's sampling variation only, not the seeds' (each side's seeds are averaged "
+                "on every resample). The parts against UDPipe 2 have none: its per-sentence "
+                "predictions are not published."]  # fmt: skip
     return "\n".join(out) + "\n"
 
 

@@ -92,6 +92,16 @@ def sentence_las(run_dir: str | Path, stage: str) -> list[tuple[int, int]]:
     pred_path = RunDir(run_dir).predictions(stage)
     if not pred_path.is_file():
         raise DataError(f"{pred_path}: no saved predictions")
+    return file_sentence_las(gold_path, pred_path)
+
+
+def file_sentence_las(gold_path: str | Path, pred_path: str | Path) -> list[tuple[int, int]]:
+    """Per sentence, ``(words with the right head and label, words)`` of a prediction file
+    against its gold file (every word scored; either may be gzip-compressed).
+
+    Raises:
+        DataError: a file is missing, malformed or misaligned.
+    """
     gold, pred = aligned_files(str(gold_path), str(pred_path))
     scores = []
     for g, p in zip(gold, pred, strict=True):

@@ -151,38 +151,47 @@ def verdict(p_difference: float | None, p_equivalence: float | None, margin: flo
 def bootstrap_interval(
     per_sentence: Sequence[Sequence[tuple[int, int]]],
     *,
+    minus: Sequence[Sequence[tuple[int, int]]] = (),
     samples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Sentence-level percentile bootstrap interval of a cell's mean score over runs.
+    """Sentence-level percentile bootstrap interval of a cell's mean score over runs, or of the
+    difference of two cells' means.
 
     Args:
         per_sentence: per run (seed), per sentence ``(correct, total)`` words, the same
             sentences in the same order for every run; each resample draws sentences with
             replacement, once for all runs (the runs are paired on sentences).
+        minus: runs of a second cell on the same sentences; when given, the interval is of the
+            first cell's mean minus this one's, both scored on every resample (a paired
+            difference: sentence sampling only, not the seeds' spread).
         samples: bootstrap resamples.
         level: the interval's coverage.
         seed: the resampling seed (the interval is reproducible).
 
     Returns:
-        ``(low, high)`` in percent.
+        ``(low, high)`` in percent (percentage points for a difference).
     """
     if not per_sentence or not per_sentence[0]:
         raise ValueError("no sentences to resample")
     size = len(per_sentence[0])
-    if any(len(run) != size for run in per_sentence):
+    if any(len(run) != size for run in (*per_sentence, *minus)):
         raise ValueError("every run must score the same sentences")
+
+    def mean(runs: Sequence[Sequence[tuple[int, int]]], picks: list[int]) -> float:
+        scores = []
+        for run in runs:
+            correct = sum(run[i][0] for i in picks)
+            total = sum(run[i][1] for i in picks)
+            scores.append(100.0 * correct / total if total else 0.0)
+        return statistics.fmean(scores)
+
     rng = random.Random(seed)
     means = []
     for _ in range(samples):
         picks = [rng.randrange(size) for _ in range(size)]
-        scores = []
-        for run in per_sentence:
-            correct = sum(run[i][0] for i in picks)
-            total = sum(run[i][1] for i in picks)
-            scores.append(100.0 * correct / total if total else 0.0)
-        means.append(statistics.fmean(scores))
+        means.append(mean(per_sentence, picks) - (mean(minus, picks) if minus else 0.0))
     means.sort()
     low = means[math.floor((1.0 - level) / 2.0 * samples)]
     high = means[min(samples - 1, math.ceil((1.0 + level) / 2.0 * samples) - 1)]

@@ -116,3 +116,22 @@ def test_bootstrap_interval():
     assert bootstrap_interval(runs, samples=500, seed=5) == (low, high)  # reproducible
     with pytest.raises(ValueError, match="same sentences"):
         bootstrap_interval([[(1, 2)], [(1, 2), (0, 1)]])
+
+
+def test_bootstrap_interval_of_a_paired_difference():
+    rng = random.Random(2)
+    second = [[(rng.randint(0, 19), 20) for _ in range(300)] for _ in range(2)]
+    # one more right word in every sentence: +5 points on every resample, whichever sentences
+    # it draws (an unpaired resampling would spread)
+    first = [[(c + 1, t) for c, t in second[0]]]
+    low, high = bootstrap_interval(first, minus=second[:1], samples=300, seed=3)
+    assert low == pytest.approx(5.0) and high == pytest.approx(5.0)
+    assert bootstrap_interval(second, minus=second, samples=50) == (0.0, 0.0)
+    # the difference's interval is the cells' resampled means subtracted pick by pick
+    low, high = bootstrap_interval(second[:1], minus=second[1:], samples=400, seed=7)
+    observed = [100 * sum(c for c, _ in r) / sum(t for _, t in r) for r in second]
+    assert low < observed[0] - observed[1] < high
+    alone = bootstrap_interval(second[:1], samples=400, seed=7)
+    assert alone != (low, high)
+    with pytest.raises(ValueError, match="same sentences"):
+        bootstrap_interval(second, minus=[second[0][:10]])
