@@ -4,7 +4,8 @@
 plateau, and its ``first-budget``, 400 and 300 updates) and the loss × decoder grid of
 ``experiments/ablation``; with the gold treebanks, both stand-ins' sentence-level bootstrap
 intervals, their punctuation-excluded re-evaluations, the transition-vs-graph summary and the
-ablation's decoder comparison regenerate too. The stop-time analysis of the plateau runs
+ablation's decoder comparison regenerate too, and the published predicted-tag runs score as
+the CoNLL 2018 evaluator does on their predictions. The stop-time analysis of the plateau runs
 (``bockparse-stopping``) regenerates from the committed curves alone."""
 
 from __future__ import annotations
@@ -91,6 +92,48 @@ def test_the_predicted_tag_attribution_regenerates():
     script = REPO / "experiments" / "predicted-tags" / "attribution.py"
     done = subprocess.run([sys.executable, str(script)], check=True, capture_output=True)
     assert done.stdout == (script.parent / "attribution.md").read_bytes()
+
+
+def test_the_predicted_tag_runs_score_as_the_conll_2018_evaluator():
+    """Every published predicted-tag run's test scores in ``metrics.json`` (UPOS, XPOS, UFeats,
+    AllTags, UAS, LAS) equal those of the CoNLL 2018 evaluator (udtools) on its committed
+    predictions; so do :func:`bockparse.metrics.evaluate_files`' on the same model's
+    predictions from gold tags (``gold-inputs/``, the attribution's second row)."""
+    import gzip
+
+    from bockparse.experiments.loading import gold_file
+    from bockparse.experiments.runs import discover
+    from bockparse.metrics import evaluate_files
+    from bockparse.rundir import RunDir
+
+    udeval = pytest.importorskip("udtools.udeval")
+    data = os.environ.get("BOCKPARSE_DATA")
+    if not data or not all((Path(data) / t).is_dir() for t in ("ud-english-ewt", "ud-chinese-gsd")):
+        pytest.skip("BOCKPARSE_DATA does not hold the UD treebanks (the gold files)")
+
+    def official(gold: Path, pred: Path) -> dict[str, float]:
+        with gzip.open(pred, "rt", encoding="utf-8") as f:
+            system = udeval.load_conllu(f, str(pred), {})
+        result = udeval.evaluate(udeval.load_conllu_file(str(gold)), system)
+        assert result["Words"].correct == result["Words"].gold_total  # gold tokenisation
+        return {m: 100.0 * result[k].f1 for m, k in (
+            ("upos", "UPOS"), ("xpos", "XPOS"), ("ufeats", "UFeats"), ("alltags", "AllTags"),
+            ("uas", "UAS"), ("las", "LAS"))}  # fmt: skip
+
+    study = REPO / "experiments" / "predicted-tags"
+    runs = discover([study / "runs"]).runs
+    assert runs and all(r.ok for r in runs)
+    for run in runs:
+        gold, _ = gold_file(run.path, "test")
+        scores = official(gold, RunDir(run.path).predictions("test"))
+        metrics = {m: run.metrics[f"test/{m}"] for m in scores if f"test/{m}" in run.metrics}
+        assert {"uas", "las"} <= set(metrics), run.path
+        assert metrics == pytest.approx({m: scores[m] for m in metrics}, abs=1e-9), run.path
+        gold_inputs = study / "gold-inputs" / f"{run.data}-seed{run.seed}.conllu.gz"
+        if gold_inputs.is_file():
+            ours = evaluate_files(str(gold), str(gold_inputs))
+            theirs = official(gold, gold_inputs)
+            assert {m: ours[m] for m in theirs} == pytest.approx(theirs, abs=1e-9), gold_inputs
 
 
 @pytest.mark.parametrize("table, folder", [("table1-ud-first-budget", "table1-ud"),
