@@ -18,10 +18,11 @@ gold treebank.
 With the gold-tag runs (row (a)) of the same treebank, English-EWT's gap to UDPipe 2 splits
 into three parts that sum to it: the tag errors at test time (own tags − gold tags in, same
 model), training on predicted tags (gold tags in − row (a)), and what row (a) itself lacks
-against UDPipe 2 (encoder and set-up, with gold tags against UDPipe 2's predicted ones). The
-first two parts come with paired sentence-bootstrap intervals
-(:func:`bockparse.experiments.stats.bootstrap_interval` with ``minus``): the test set's
-sampling variation, not the seeds'.
+against UDPipe 2 (encoder and set-up, with gold tags against UDPipe 2's predicted ones). Each
+joint-tagger run's development LAS where the gold-tag runs found their best shows what its
+longer (or shorter) training did. The first two parts come with paired sentence-bootstrap
+intervals (:func:`bockparse.experiments.stats.bootstrap_interval` with ``minus``): the test
+set's sampling variation, not the seeds'.
 
     BOCKPARSE_DATA=/path/to/treebanks python experiments/predicted-tags/attribution.py \\
         > experiments/predicted-tags/attribution.md
@@ -41,7 +42,7 @@ from table import HERE, SOURCES, TREEBANKS, UDPIPE2, tag_inputs
 
 from bockparse.data.vocab import base_relation
 from bockparse.experiments.loading import file_sentence_las, gold_file, sentence_las
-from bockparse.experiments.runs import Run, discover, metric
+from bockparse.experiments.runs import Run, dev_curve, discover, metric
 from bockparse.experiments.stats import bootstrap_interval
 from bockparse.metrics import aligned_files, evaluate_files, universal_feats
 from bockparse.rundir import RunDir
@@ -115,6 +116,29 @@ def gold_tag_runs(data: str) -> list[Run]:
             and metric(r, "test/las") is not None]  # fmt: skip
 
 
+def matched_updates(tagger_runs: list[Run], gold_runs: list[Run]) -> list[str]:
+    """Training length: each joint-tagger run's development LAS (its own tags) at the updates
+    where the gold-tag runs found their best, against its own best. Only the development curve
+    has a score at every evaluation (no checkpoint but the best is kept)."""
+    stops = sorted({b for r in gold_runs
+                    if isinstance(b := (r.metrics or {}).get("best_step"), int)})  # fmt: skip
+    lines = []
+    for run in tagger_runs:
+        curve = dev_curve(run.path)
+        best = (run.metrics or {}).get("best_step")
+        if not stops or best not in curve or any(u not in curve for u in stops):
+            continue
+        at_stops = [curve[u] for u in stops]
+        gain = curve[best] - statistics.fmean(at_stops)
+        lines.append(
+            f"- seed {run.seed}: dev LAS (own tags) at the gold-tag runs' best updates "
+            f"({', '.join(f'{u:,}' for u in stops)}): "
+            f"{', '.join(f'{v:.2f}' for v in at_stops)}; at its own best (update {best:,}): "
+            f"{curve[best]:.2f}, {gain:+.2f} over their mean"
+        )
+    return lines
+
+
 def interval(first: list[list[tuple[int, int]]], second: list[list[tuple[int, int]]]) -> str:
     """The paired sentence-bootstrap interval of ``mean(first) - mean(second)``, as text."""
     low, high = bootstrap_interval(first, minus=second, samples=SAMPLES, level=LEVEL)
@@ -165,6 +189,10 @@ def report(paths: Sequence[Path] = (HERE / "runs",)) -> str:
                        f"gold tags against its predicted ones): "
                        f"{statistics.fmean(gold) - anchor:+.2f}")  # fmt: skip
             out.append(f"- sum: own tags − UDPipe 2 = {own - anchor:+.2f}")
+        matched = matched_updates(tagger_runs, gold_runs)
+        if matched:
+            out += ["", "Training length, on the development set (only the best checkpoint is "
+                    "kept, so no other update has a test score):", "", *matched]  # fmt: skip
     if per_data:
         out += ["", f"The intervals are {100 * LEVEL:g} % percentile bootstrap intervals over "
                 f"the test sentences ({SAMPLES} resamples, resampling seed 0), paired: both "
