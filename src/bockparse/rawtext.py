@@ -4,7 +4,7 @@ sentence splitter give the words, a trained parser gives the trees.
 The ``bockparse`` pipeline component (registered by importing this module, or through the
 ``spacy_factories`` entry point of an installed bockparse)::
 
-    nlp = spacy.blank("en")            # or "zh": characters, or jieba words where installed
+    nlp = spacy.blank("en")            # or "zh": jieba words where installed, else characters
     nlp.add_pipe("sentencizer")        # rule-based sentence splitting, no model download
     nlp.add_pipe("bockparse", config={"model": "model.pt"})
     doc = nlp("I saw it. It was late.")
@@ -27,6 +27,7 @@ draws the trees with displaCy (``bockparse-predict MODEL --text ...``).
 """
 
 import html
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from .data.conllu import Sentence
 from .parser import Parser
 from .parser.inputs import TAG_INPUTS, WORDS_ONLY, tag_inputs
 
+log = logging.getLogger("bockparse.rawtext")
+
 WHITESPACE_RELATION = "dep"  # the relation of a whitespace token to its word (not a parse)
 PIPE_BATCH_DOCS = 64  # documents parsed together by ``nlp.pipe`` (one Parser.predict call)
 
@@ -53,8 +56,9 @@ class NeedsTags(ValueError):
 
 def language(lang: str) -> Language:
     """``spacy.blank(lang)`` with the rule-based ``sentencizer``: tokenisation and sentence
-    splitting without any model download (``zh`` segments characters, or words with jieba
-    where it is installed).
+    splitting without any model download (``zh`` segments words with jieba where it is
+    installed, else characters, with a warning: a parser trained on words parses single
+    characters poorly).
 
     Raises:
         ValueError: ``lang`` is no language spaCy knows.
@@ -69,7 +73,9 @@ def language(lang: str) -> Language:
         try:
             import jieba  # noqa: F401  (only whether it is there)
         except ImportError:
-            pass
+            log.warning("zh: jieba is not installed, so spaCy splits the text into single "
+                        "characters; a parser trained on words (such as UD Chinese-GSD's) "
+                        "parses characters poorly: pip install jieba for word segmentation")  # fmt: skip
         else:
             nlp = spacy.blank(lang, config={"nlp": {"tokenizer": {"segmenter": "jieba"}}})
     nlp.add_pipe("sentencizer")
