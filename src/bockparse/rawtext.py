@@ -73,9 +73,11 @@ def language(lang: str) -> Language:
         try:
             import jieba  # noqa: F401  (only whether it is there)
         except ImportError:
-            log.warning("zh: jieba is not installed, so spaCy splits the text into single "
-                        "characters; a parser trained on words (such as UD Chinese-GSD's) "
-                        "parses characters poorly: pip install jieba for word segmentation")  # fmt: skip
+            log.warning(
+                "zh: jieba is not installed, so spaCy splits the text into single characters; "
+                "a parser trained on words (such as UD Chinese-GSD's) parses characters "
+                "poorly: pip install jieba for word segmentation"
+            )
         else:
             nlp = spacy.blank(lang, config={"nlp": {"tokenizer": {"segmenter": "jieba"}}})
     nlp.add_pipe("sentencizer")
