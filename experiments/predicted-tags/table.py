@@ -1,6 +1,7 @@
 """The predicted-tag table (issue 52) from published run folders: the Table 1 stand-in's
 local-CE parser reading gold tags, its own jointly predicted tags, or no tags, on UD
-English-EWT and Chinese-GSD, beside the UDPipe 2 anchors.
+English-EWT and Chinese-GSD, beside the UDPipe 2 (gold tokenisation) and Stanza (end-to-end)
+anchors.
 
 A run's row is the tag inputs its model read, from its saved config: ``gold`` (the model reads
 UPOS/XPOS/FEATS and has no tagger: the test file's own tags), ``predicted`` (it reads them from
@@ -53,6 +54,19 @@ UDPIPE2 = {
                        {"upos": 95.85, "xpos": 95.99, "ufeats": 99.42, "alltags": 95.29,
                         "uas": 86.88, "las": 83.84}),
 }  # fmt: skip
+# Stanza 1.5.1 on UD 2.12, "Model Performance" (stanfordnlp/stanza _pages/performance.md at
+# commit caa8288, https://stanfordnlp.github.io/stanza/performance.html): end-to-end from raw
+# text (its own tokenisation and sentence splitting, F1 of the CoNLL 2018 evaluator), charlm, no
+# transformer.
+STANZA = {
+    "ud-english-ewt": ("1.5.1, EWT of UD 2.12, end-to-end from raw text (tokens F1 99.17)",
+                       {"upos": 96.20, "xpos": 95.75, "ufeats": 96.39, "alltags": 94.64,
+                        "uas": 88.90, "las": 86.77}),
+    "ud-chinese-gsd": ("1.5.1, GSD of UD 2.12 (a later release than v1.3), end-to-end from raw "
+                       "text (tokens F1 92.79)",
+                       {"upos": 89.06, "xpos": 88.80, "ufeats": 92.01, "alltags": 88.07,
+                        "uas": 72.94, "las": 69.98}),
+}  # fmt: skip
 
 
 def tag_inputs(run: Run) -> tuple[str, str]:
@@ -91,11 +105,12 @@ def rows(data: str, groups: dict[tuple[str, str, str], list[Run]]) -> list[str]:
         stops = "; ".join(stop(r) for r in group)
         lines.append(f"| {TREEBANKS.get(data, data)} | {ROWS[key[1]]}, {key[2]} | {seeds} | "
                      f"{' | '.join(scores)} | {stops} |")  # fmt: skip
-    if data in UDPIPE2:
-        name, anchor = UDPIPE2[data]
-        scores = " | ".join(f"{anchor[m]:.2f}" for m, _ in SCORES)
-        lines.append(f"| {TREEBANKS[data]} | UDPipe 2 {name}, predicted tags, mBERT | — | "
-                     f"{scores} | — |")  # fmt: skip
+    for system, anchors, setup in (("UDPipe 2", UDPIPE2, "predicted tags, mBERT"),
+                                   ("Stanza", STANZA, "predicted tags, charlm")):  # fmt: skip
+        if data in anchors:
+            name, anchor = anchors[data]
+            scores = " | ".join(f"{anchor[m]:.2f}" for m, _ in SCORES)
+            lines.append(f"| {TREEBANKS[data]} | {system} {name}, {setup} | — | {scores} | — |")
     return lines
 
 
@@ -111,9 +126,10 @@ def table(paths: Sequence[Path] = SOURCES) -> str:
     found = {k[0] for k in groups}
     for data in [d for d in TREEBANKS if d in found] + sorted(found - set(TREEBANKS)):
         lines += rows(data, groups)
-    out = ["Test scores (CoNLL 2018 evaluator, punctuation included, gold tokenisation), mean ± "
-           "sd over seeds; a gold-tag run's tag columns are empty (it predicts no tags); best / "
-           "last: the update of the best dev LAS and of the last evaluation.", "",
+    out = ["Test scores (CoNLL 2018 evaluator, punctuation included, gold tokenisation except "
+           "Stanza's end-to-end rows, which also predict words and sentences), mean ± sd over "
+           "seeds; a gold-tag run's tag columns are empty (it predicts no tags); best / last: the "
+           "update of the best dev LAS and of the last evaluation.", "",
            *lines]  # fmt: skip
     for key in [k for k in groups if k[:2] == ("ud-english-ewt", "predicted")]:
         las = [v for r in groups[key] if (v := metric(r, "test/las")) is not None]
