@@ -57,8 +57,7 @@ class NeedsTags(ValueError):
 def language(lang: str) -> Language:
     """``spacy.blank(lang)`` with the rule-based ``sentencizer``: tokenisation and sentence
     splitting without any model download (``zh`` segments words with jieba where it is
-    installed, else characters, with a warning: a parser trained on words parses single
-    characters poorly).
+    installed, else characters, which the ``bockparse`` component warns of).
 
     Raises:
         ValueError: ``lang`` is no language spaCy knows.
@@ -73,11 +72,7 @@ def language(lang: str) -> Language:
         try:
             import jieba  # noqa: F401  (only whether it is there)
         except ImportError:
-            log.warning(
-                "zh: jieba is not installed, so spaCy splits the text into single characters; "
-                "a parser trained on words (such as UD Chinese-GSD's) parses characters "
-                "poorly: pip install jieba for word segmentation"
-            )
+            pass  # characters: the component warns (make_bockparse)
         else:
             nlp = spacy.blank(lang, config={"nlp": {"tokenizer": {"segmenter": "jieba"}}})
     nlp.add_pipe("sentencizer")
@@ -201,7 +196,17 @@ def make_bockparse(
     """The ``bockparse`` factory: ``config={"model": PATH}`` (a model file, a run folder or a
     checkpoint of a run), and optionally ``device``, ``precision`` (as
     :meth:`Parser.load <bockparse.parser.Parser.load>` takes them), ``decoder`` and
-    ``batch_size`` (as :meth:`Parser.predict <bockparse.parser.Parser.predict>`)."""
+    ``batch_size`` (as :meth:`Parser.predict <bockparse.parser.Parser.predict>`). A pipeline
+    whose tokenizer splits Chinese into single characters (spaCy's ``zh`` without jieba) gets
+    a warning: a parser trained on words parses characters poorly."""
+    if str(getattr(nlp.tokenizer, "segmenter", "")) == "char":
+        log.warning(
+            "%s: the tokenizer splits the text into single characters (spaCy's %s segmenter "
+            "without jieba); a parser trained on words (such as UD Chinese-GSD's) parses "
+            "characters poorly: pip install jieba, which bockparse-predict --lang zh then uses "
+            "(in Python: spacy.blank(%r, config={'nlp': {'tokenizer': {'segmenter': "
+            "'jieba'}}}))", nlp.lang, nlp.lang, nlp.lang,
+        )  # fmt: skip
     return BockparseComponent(Parser.load(model, device=device, precision=precision), decoder,
                               batch_size)  # fmt: skip
 

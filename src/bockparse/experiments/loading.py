@@ -1,7 +1,8 @@
 """Reloading a trained run (its saved config and ``checkpoints/best.ckpt``, by
 :meth:`bockparse.parser.Parser.load`) and scoring its development and test sentences once, for
 analyses on fixed score matrices; a run's gold files and its saved predictions' per-sentence
-scores (:func:`sentence_las`, for the tables' bootstrap)."""
+scores (:func:`sentence_las`, and :func:`file_sentence_las` for any prediction file: the
+bootstrap intervals)."""
 
 from __future__ import annotations
 

@@ -84,16 +84,20 @@ def test_the_component_parses_a_raw_paragraph_sentence_by_sentence(lang, text, m
     assert list(_nlp(lang, model_file).pipe([text, text]))[1].to_json() == doc.to_json()
 
 
-def test_chinese_without_jieba_splits_characters_and_says_so(monkeypatch, caplog):
+def test_chinese_in_characters_gets_a_warning(monkeypatch, caplog, model_file):
     monkeypatch.setitem(sys.modules, "jieba", None)  # import jieba raises ImportError
     with caplog.at_level("WARNING", logger="bockparse.rawtext"):
-        nlp = rawtext.language("zh")
+        nlp = _nlp("zh", model_file)
     assert [t.text for t in nlp("今天下雨")] == ["今", "天", "下", "雨"]
-    assert "jieba is not installed" in caplog.text and "pip install jieba" in caplog.text
+    assert "single characters" in caplog.text and "pip install jieba" in caplog.text
     caplog.clear()
+    import spacy
+
     with caplog.at_level("WARNING", logger="bockparse.rawtext"):
-        rawtext.language("en")
-    assert not caplog.records
+        spacy.blank("zh").add_pipe("bockparse", config={"model": str(model_file)})  # Python path
+        assert len(caplog.records) == 1
+        _nlp("en", model_file)
+    assert len(caplog.records) == 1
 
 
 def test_a_model_that_reads_tags_is_refused_and_so_is_a_doc_without_sentences(
