@@ -119,14 +119,17 @@ def gold_tag_runs(data: str) -> list[Run]:
 def matched_updates(tagger_runs: list[Run], gold_runs: list[Run]) -> list[str]:
     """Training length: each joint-tagger run's development LAS (its own tags) at the updates
     where the gold-tag runs found their best, against its own best. Only the development curve
-    has a score at every evaluation (no checkpoint but the best is kept)."""
+    has a score at every evaluation (no checkpoint but the best is kept); a run whose curve
+    lacks one of those updates says which."""
     stops = sorted({b for r in gold_runs
                     if isinstance(b := (r.metrics or {}).get("best_step"), int)})  # fmt: skip
     lines = []
-    for run in tagger_runs:
+    for run in tagger_runs if stops else []:
         curve = dev_curve(run.path)
         best = (run.metrics or {}).get("best_step")
-        if not stops or best not in curve or any(u not in curve for u in stops):
+        missing = [u for u in (*stops, best) if u not in curve]
+        if missing:
+            lines.append(f"- seed {run.seed}: no dev LAS at update(s) {missing} in its curve")
             continue
         at_stops = [curve[u] for u in stops]
         gain = curve[best] - statistics.fmean(at_stops)
