@@ -12,6 +12,8 @@ gold treebank.
           --out experiments/predicted-tags/gold-inputs/<treebank>-seed<N>.conllu
       gzip -n experiments/predicted-tags/gold-inputs/<treebank>-seed<N>.conllu
 
+  (``<treebank>-train-gold-seed<N>`` for a run whose parser read gold tags in training,
+  ``model.tagger.train_tags=gold``);
 - the own-tag LAS of the words whose predicted UPOS (and all three tags) were right, and of
   those whose were wrong.
 
@@ -20,10 +22,12 @@ into three parts that sum to it: the tag errors at test time (own tags − gold 
 model), training on predicted tags (gold tags in − row (a)), and what row (a) itself lacks
 against UDPipe 2 (encoder and set-up, with gold tags against UDPipe 2's predicted ones). Each
 joint-tagger run's development LAS where the gold-tag runs found their best shows what its
-longer (or shorter) training did. Each treebank's runs without tag inputs (row (c)) are set
-against row (a) and the joint-tagger runs. The parts within our runs come with paired
-sentence-bootstrap intervals (:func:`bockparse.experiments.stats.bootstrap_interval` with
-``minus``): the test set's sampling variation, not the seeds'.
+longer (or shorter) training did. Runs with gold tags in training split the training part
+into the tagger's shared loss and the predicted tags in training. Each treebank's runs without
+tag inputs (row (c)) are set against row (a) and the joint-tagger runs. The parts within our
+runs come with paired sentence-bootstrap intervals
+(:func:`bockparse.experiments.stats.bootstrap_interval` with ``minus``): the test set's
+sampling variation, not the seeds'.
 
     BOCKPARSE_DATA=/path/to/treebanks python experiments/predicted-tags/attribution.py \\
         > experiments/predicted-tags/attribution.md
@@ -56,9 +60,16 @@ SAMPLES, LEVEL = 1000, 0.95
 UDPIPE2_PARTS = ("ud-english-ewt",)
 
 
+def gold_trained(run: Run) -> bool:
+    """Whether a joint-tagger run's parser read gold tags in training
+    (``model.tagger.train_tags=gold``), not its tagger's."""
+    return tag_inputs(run)[1].startswith("gold")
+
+
 def gold_inputs_file(run: Run) -> Path:
     """The committed prediction file of ``run``'s model reading the gold tags."""
-    return GOLD_INPUTS / f"{run.data}-seed{run.seed}.conllu.gz"
+    train = "-train-gold" if gold_trained(run) else ""
+    return GOLD_INPUTS / f"{run.data}{train}-seed{run.seed}.conllu.gz"
 
 
 def split_las(gold_path: Path, pred_path: Path) -> dict[str, tuple[int, int]]:
@@ -102,6 +113,8 @@ def run_rows(run: Run) -> tuple[list[str], float, float]:
             f"the evaluator {own['labels'], own['right_upos'], own['right_alltags']}"
         )
     name = f"{TREEBANKS.get(run.data or '', run.data)}, seed {run.seed}"
+    if gold_trained(run):
+        name += ", gold tags in training"
     lines = [
         f"| {name} | own tags (UPOS {own['upos']:.2f}, AllTags {own['alltags']:.2f}) | "
         f"{own['uas']:.2f} | {own['las']:.2f} | {own['words']:,} |",
@@ -132,7 +145,9 @@ def matched_updates(runs: list[Run], gold_runs: list[Run]) -> list[str]:
     for run in runs if stops else []:
         curve = dev_curve(run.path)
         best = (run.metrics or {}).get("best_step")
-        reads = "own tags" if tag_inputs(run)[0] == "predicted" else "no tag inputs"
+        reads = "no tag inputs" if tag_inputs(run)[0] == "none" else "own tags"
+        if reads == "own tags" and gold_trained(run):
+            reads += ", gold tags in training"
         missing = [u for u in (*stops, best) if u not in curve]
         if missing:
             lines.append(f"- seed {run.seed} ({reads}): no dev LAS at update(s) {missing} in "
@@ -170,12 +185,7 @@ def report(paths: Sequence[Path] = (HERE / "runs",)) -> str:
     for run in tagger_runs:
         out += scored[id(run)][0]
     for data in dict.fromkeys(r.data or "?" for r in runs):
-        out += treebank_parts(
-            data,
-            [r for r in tagger_runs if r.data == data],
-            [r for r in runs if r.data == data and tag_inputs(r)[0] == "none"],
-            {id(r): scored[id(r)][1:] for r in tagger_runs if r.data == data},
-        )
+        out += treebank_parts(data, [r for r in runs if r.data == data], scored)
     if runs:
         out += ["", f"The intervals are {100 * LEVEL:g} % percentile bootstrap intervals over "
                 f"the test sentences ({SAMPLES} resamples, resampling seed 0), paired: both "
@@ -186,52 +196,79 @@ def report(paths: Sequence[Path] = (HERE / "runs",)) -> str:
     return "\n".join(out) + "\n"
 
 
-def treebank_parts(data: str, tagger_runs: list[Run], notag_runs: list[Run],
-                   scored: dict[int, tuple[float, float]]) -> list[str]:  # fmt: skip
-    """One treebank's parts: the joint-tagger runs' gap split (own tags against gold tags in,
-    gold tags in against row (a), row (a) against UDPipe 2), their training length, and the
-    no-tag-input runs (row (c)) against row (a) and the joint-tagger runs."""
+Side = tuple[float, list[list[tuple[int, int]]]]  # mean test LAS, the runs' per-sentence LAS
+
+
+def part(text: str, first: Side, second: Side) -> str:
+    """One line: ``first`` minus ``second`` in mean LAS, with its paired interval."""
+    return f"- {text}: {first[0] - second[0]:+.2f}, {interval(first[1], second[1])}"
+
+
+def treebank_parts(data: str, runs: list[Run],
+                   scored: dict[int, tuple[list[str], float, float]]) -> list[str]:  # fmt: skip
+    """One treebank's parts, from its published ``runs`` (``scored``: :func:`run_rows` of each
+    joint-tagger run). Row (b)'s gap split: own tags against gold tags in, gold tags in against
+    row (a), row (a) against UDPipe 2. The runs whose parser read gold tags in training
+    (``train_tags=gold``) split row (b)'s training part into the tagger's shared loss and the
+    predicted tags in training. The no-tag-input runs (row (c)) against row (a) and row (b).
+    Then each run's training length."""
+    tagger = [r for r in runs if tag_inputs(r)[0] == "predicted" and not gold_trained(r)]
+    trained_gold = [r for r in runs if tag_inputs(r)[0] == "predicted" and gold_trained(r)]
+    notag = [r for r in runs if tag_inputs(r)[0] == "none"]
     gold_runs = gold_tag_runs(data)
-    gold = [metric(r, "test/las") or 0.0 for r in gold_runs]
-    gold_sentences = [sentence_las(r.path, "test") for r in gold_runs]
-    own_sentences = [sentence_las(r.path, "test") for r in tagger_runs]
-    out = ["", f"{TREEBANKS.get(data, data)} ({len(tagger_runs)} joint-tagger run(s), "
-           f"{len(notag_runs)} run(s) without tag inputs, {len(gold)} gold-tag runs), mean "
+
+    def own(group: list[Run]) -> Side:
+        return (statistics.fmean(scored[id(r)][1] for r in group),
+                [sentence_las(r.path, "test") for r in group])  # fmt: skip
+
+    def gold_in(group: list[Run]) -> Side:
+        return (statistics.fmean(scored[id(r)][2] for r in group),
+                [file_sentence_las(gold_file(r.path, "test")[0], gold_inputs_file(r))
+                 for r in group])  # fmt: skip
+
+    def recorded(group: list[Run]) -> Side:
+        return (statistics.fmean(metric(r, "test/las") or 0.0 for r in group),
+                [sentence_las(r.path, "test") for r in group])  # fmt: skip
+
+    gold = recorded(gold_runs) if gold_runs else None
+    out = ["", f"{TREEBANKS.get(data, data)} ({len(tagger)} joint-tagger run(s), "
+           f"{len(notag)} run(s) without tag inputs, {len(gold_runs)} gold-tag runs), mean "
            "test LAS:", ""]  # fmt: skip
-    if tagger_runs:
-        own = statistics.fmean(scored[id(r)][0] for r in tagger_runs)
-        gold_in = statistics.fmean(scored[id(r)][1] for r in tagger_runs)
-        gold_in_sentences = [
-            file_sentence_las(gold_file(r.path, "test")[0], gold_inputs_file(r))
-            for r in tagger_runs
-        ]
-        out.append(
-            f"- tag errors at test time (own tags − gold tags in, same model): "
-            f"{own - gold_in:+.2f}, {interval(own_sentences, gold_in_sentences)}"
-        )
+    if trained_gold:
+        out[1] = out[1].replace("tag inputs, ", f"tag inputs, {len(trained_gold)} joint-tagger "
+                                "run(s) with gold tags in training, ")  # fmt: skip
+    if tagger:
+        own_b, gold_in_b = own(tagger), gold_in(tagger)
+        out.append(part("tag errors at test time (own tags − gold tags in, same model)",
+                        own_b, gold_in_b))  # fmt: skip
         if gold:
-            out.append(
-                f"- training with predicted tags (gold tags in − the gold-tag runs' "
-                f"{statistics.fmean(gold):.2f}): {gold_in - statistics.fmean(gold):+.2f}, "
-                f"{interval(gold_in_sentences, gold_sentences)}"
-            )
+            out.append(part(f"training with predicted tags (gold tags in − the gold-tag runs' "
+                            f"{gold[0]:.2f})", gold_in_b, gold))  # fmt: skip
         if data in UDPIPE2_PARTS and gold:
             anchor = UDPIPE2[data][1]["las"]
-            out.append(f"- the gold-tag runs − UDPipe 2's {anchor:.2f} (encoder and set-up, our "
-                       f"gold tags against its predicted ones): "
-                       f"{statistics.fmean(gold) - anchor:+.2f}")  # fmt: skip
-            out.append(f"- sum: own tags − UDPipe 2 = {own - anchor:+.2f}")
-    if notag_runs:
-        none = statistics.fmean(metric(r, "test/las") or 0.0 for r in notag_runs)
-        none_sentences = [sentence_las(r.path, "test") for r in notag_runs]
+            out.append(
+                f"- the gold-tag runs − UDPipe 2's {anchor:.2f} (encoder and set-up, our gold "
+                f"tags against its predicted ones): {gold[0] - anchor:+.2f}"
+            )
+            out.append(f"- sum: own tags − UDPipe 2 = {own_b[0] - anchor:+.2f}")
+    if trained_gold:
+        own_g, gold_in_g = own(trained_gold), gold_in(trained_gold)
+        out.append(part("gold tags in training: tag errors at test time (own tags − gold tags "
+                        "in, same model)", own_g, gold_in_g))  # fmt: skip
         if gold:
-            out.append(f"- no tag inputs − the gold-tag runs' {statistics.fmean(gold):.2f}: "
-                       f"{none - statistics.fmean(gold):+.2f}, "
-                       f"{interval(none_sentences, gold_sentences)}")  # fmt: skip
-        if tagger_runs:
-            out.append(f"- no tag inputs − own tags (joint tagger): {none - own:+.2f}, "
-                       f"{interval(none_sentences, own_sentences)}")  # fmt: skip
-    matched = matched_updates(tagger_runs + notag_runs, gold_runs)
+            out.append(part(f"gold tags in training: the tagger's shared loss (gold tags in − "
+                            f"the gold-tag runs' {gold[0]:.2f})", gold_in_g, gold))  # fmt: skip
+        if tagger:
+            out.append(part("predicted rather than gold tags in training (gold tags in, both)",
+                            gold_in_b, gold_in_g))  # fmt: skip
+            out.append(part("own tags, predicted − gold tags in training", own_b, own_g))
+    if notag:
+        none = recorded(notag)
+        if gold:
+            out.append(part(f"no tag inputs − the gold-tag runs' {gold[0]:.2f}", none, gold))
+        if tagger:
+            out.append(part("no tag inputs − own tags (joint tagger)", none, own_b))
+    matched = matched_updates(tagger + trained_gold + notag, gold_runs)
     if matched:
         out += ["", "Training length, on the development set (only the best checkpoint is "
                 "kept, so no other update has a test score):", "", *matched]  # fmt: skip
