@@ -4,13 +4,15 @@
 plateau, and its ``first-budget``, 400 and 300 updates) and the loss × decoder grid of
 ``experiments/ablation``; with the gold treebanks, both stand-ins' sentence-level bootstrap
 intervals, their punctuation-excluded re-evaluations, the transition-vs-graph summary and the
-ablation's decoder comparison regenerate too, and the published predicted-tag runs score as
-the CoNLL 2018 evaluator does on their predictions. The stop-time analysis of the plateau runs
-(``bockparse-stopping``) regenerates from the committed curves alone."""
+ablation's decoder comparison regenerate too, the published predicted-tag runs score as the
+CoNLL 2018 evaluator does on their predictions, and a run with gold tags in training gets its
+own attribution. The stop-time analysis of the plateau runs (``bockparse-stopping``)
+regenerates from the committed curves alone."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -92,6 +94,43 @@ def test_the_predicted_tag_attribution_regenerates():
     script = REPO / "experiments" / "predicted-tags" / "attribution.py"
     done = subprocess.run([sys.executable, str(script)], check=True, capture_output=True)
     assert done.stdout == (script.parent / "attribution.md").read_bytes()
+
+
+def test_a_run_with_gold_tags_in_training_gets_its_own_attribution(tmp_path, monkeypatch):
+    """A joint-tagger run whose parser read gold tags in training (``train_tags=gold``) is not
+    averaged into row (b): ``attribution.py`` reads its own gold-input file and splits row
+    (b)'s training part against it. A copy of the published English joint-tagger run, marked
+    so, differs from it by exactly zero, and the published parts stay as they are."""
+    data = os.environ.get("BOCKPARSE_DATA")
+    if not data or not all((Path(data) / t).is_dir() for t in ("ud-english-ewt", "ud-chinese-gsd")):
+        pytest.skip("BOCKPARSE_DATA does not hold the UD treebanks (the gold files)")
+    folder = REPO / "experiments" / "predicted-tags"
+    for name in ("table", "attribution"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.syspath_prepend(str(folder))
+    import attribution
+
+    copy = tmp_path / "runs" / "train-gold" / "seed1111"
+    shutil.copytree(folder / "runs" / "ewt" / "tagger" / "seed1111", copy)
+    config = copy / ".hydra" / "config.yaml"
+    text = config.read_text()
+    assert text.count("train_tags: predicted") == 1
+    config.write_text(text.replace("train_tags: predicted", "train_tags: gold"))
+    gold_inputs = tmp_path / "gold-inputs"
+    shutil.copytree(folder / "gold-inputs", gold_inputs)
+    shutil.copy(gold_inputs / "ud-english-ewt-seed1111.conllu.gz",
+                gold_inputs / "ud-english-ewt-train-gold-seed1111.conllu.gz")  # fmt: skip
+    monkeypatch.setattr(attribution, "GOLD_INPUTS", gold_inputs)
+
+    report = attribution.report((folder / "runs", tmp_path / "runs")).splitlines()
+    zero = "+0.00, 95 % interval [+0.00, +0.00]"
+    assert f"- predicted rather than gold tags in training (gold tags in, both): {zero}" in report
+    assert f"- own tags, predicted − gold tags in training: {zero}" in report
+    assert any("1 joint-tagger run(s) with gold tags in training" in line for line in report)
+    published = (folder / "attribution.md").read_text().splitlines()
+    assert [line for line in published if line.startswith("- ")] == [
+        line for line in report if line.startswith("- ") and "gold tags in training" not in line
+    ]
 
 
 def test_the_predicted_tag_runs_score_as_the_conll_2018_evaluator():
