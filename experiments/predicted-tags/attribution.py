@@ -92,8 +92,8 @@ def split_las(gold_path: Path, pred_path: Path) -> dict[str, tuple[int, int]]:
     return {k: (c[0], c[1]) for k, c in counts.items()}
 
 
-def run_rows(run: Run) -> tuple[list[str], float, float]:
-    """The table lines of one run, its own-tag LAS and its LAS with the gold tags in."""
+def run_rows(run: Run) -> tuple[list[str], float]:
+    """The table lines of one run and its LAS with the gold tags in."""
     gold_path, _ = gold_file(run.path, "test")
     own = evaluate_files(str(gold_path), str(RunDir(run.path).predictions("test")))
     gold_in = evaluate_files(str(gold_path), str(gold_inputs_file(run)))
@@ -124,7 +124,7 @@ def run_rows(run: Run) -> tuple[list[str], float, float]:
     for key, (right, words) in split.items():
         las = 100.0 * right / words if words else 0.0
         lines.append(f"| {name} | own tags, words with {key} | — | {las:.2f} | {words:,} |")
-    return lines, own["las"], gold_in["las"]
+    return lines, gold_in["las"]
 
 
 def gold_tag_runs(data: str) -> list[Run]:
@@ -181,9 +181,10 @@ def report(paths: Sequence[Path] = (HERE / "runs",)) -> str:
            "own-tag predictions on the words whose predicted tags were right or wrong.", "",
            "| run | parser's tag inputs | UAS | LAS | words |",
            "|---|---|---|---|---|"]  # fmt: skip
-    scored = {id(run): run_rows(run) for run in tagger_runs}
+    scored = {}
     for run in tagger_runs:
-        out += scored[id(run)][0]
+        lines, scored[id(run)] = run_rows(run)
+        out += lines
     for data in dict.fromkeys(r.data or "?" for r in runs):
         out += treebank_parts(data, [r for r in runs if r.data == data], scored)
     if runs:
@@ -205,38 +206,34 @@ def part(text: str, first: Side, second: Side) -> str:
 
 
 def treebank_parts(data: str, runs: list[Run],
-                   scored: dict[int, tuple[list[str], float, float]]) -> list[str]:  # fmt: skip
-    """One treebank's parts, from its published ``runs`` (``scored``: :func:`run_rows` of each
-    joint-tagger run). Row (b)'s gap split: own tags against gold tags in, gold tags in against
-    row (a), row (a) against UDPipe 2. The runs whose parser read gold tags in training
-    (``train_tags=gold``) split row (b)'s training part into the tagger's shared loss and the
-    predicted tags in training. The no-tag-input runs (row (c)) against row (a) and row (b).
-    Then each run's training length."""
+                   scored: dict[int, float]) -> list[str]:  # fmt: skip
+    """One treebank's parts, from its published ``runs`` (``scored``: each joint-tagger run's LAS
+    with the gold tags in, from :func:`run_rows`). Row (b)'s gap split: own tags against gold
+    tags in, gold tags in against row (a), row (a) against UDPipe 2. The runs whose parser read
+    gold tags in training (``train_tags=gold``) split row (b)'s training part into the tagger's
+    shared loss and the predicted tags in training. The no-tag-input runs (row (c)) against row
+    (a) and row (b). Then each run's training length."""
     tagger = [r for r in runs if tag_inputs(r)[0] == "predicted" and not gold_trained(r)]
     trained_gold = [r for r in runs if tag_inputs(r)[0] == "predicted" and gold_trained(r)]
     notag = [r for r in runs if tag_inputs(r)[0] == "none"]
     gold_runs = gold_tag_runs(data)
 
-    def own(group: list[Run]) -> Side:
-        return (statistics.fmean(scored[id(r)][1] for r in group),
-                [sentence_las(r.path, "test") for r in group])  # fmt: skip
-
     def gold_in(group: list[Run]) -> Side:
-        return (statistics.fmean(scored[id(r)][2] for r in group),
+        return (statistics.fmean(scored[id(r)] for r in group),
                 [file_sentence_las(gold_file(r.path, "test")[0], gold_inputs_file(r))
                  for r in group])  # fmt: skip
 
-    def recorded(group: list[Run]) -> Side:
+    def own(group: list[Run]) -> Side:
+        """The runs' own predictions: their ``metrics.json`` test LAS, as ``table.md``."""
         return (statistics.fmean(metric(r, "test/las") or 0.0 for r in group),
                 [sentence_las(r.path, "test") for r in group])  # fmt: skip
 
-    gold = recorded(gold_runs) if gold_runs else None
-    out = ["", f"{TREEBANKS.get(data, data)} ({len(tagger)} joint-tagger run(s), "
-           f"{len(notag)} run(s) without tag inputs, {len(gold_runs)} gold-tag runs), mean "
-           "test LAS:", ""]  # fmt: skip
+    gold = own(gold_runs) if gold_runs else None
+    counts = [f"{len(tagger)} joint-tagger run(s)", f"{len(notag)} run(s) without tag inputs",
+              f"{len(gold_runs)} gold-tag runs"]  # fmt: skip
     if trained_gold:
-        out[1] = out[1].replace("tag inputs, ", f"tag inputs, {len(trained_gold)} joint-tagger "
-                                "run(s) with gold tags in training, ")  # fmt: skip
+        counts.insert(2, f"{len(trained_gold)} joint-tagger run(s) with gold tags in training")
+    out = ["", f"{TREEBANKS.get(data, data)} ({', '.join(counts)}), mean test LAS:", ""]
     if tagger:
         own_b, gold_in_b = own(tagger), gold_in(tagger)
         out.append(part("tag errors at test time (own tags − gold tags in, same model)",
@@ -263,7 +260,7 @@ def treebank_parts(data: str, runs: list[Run],
                             gold_in_b, gold_in_g))  # fmt: skip
             out.append(part("own tags, predicted − gold tags in training", own_b, own_g))
     if notag:
-        none = recorded(notag)
+        none = own(notag)
         if gold:
             out.append(part(f"no tag inputs − the gold-tag runs' {gold[0]:.2f}", none, gold))
         if tagger:
