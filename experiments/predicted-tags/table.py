@@ -130,7 +130,9 @@ def table(paths: Sequence[Path] = SOURCES) -> str:
     out = ["Test scores (CoNLL 2018 evaluator, punctuation included, gold tokenisation except "
            "Stanza's end-to-end rows, which also predict words and sentences), mean ± sd over "
            "seeds; a gold-tag run's tag columns are empty (it predicts no tags); best / last: the "
-           "update of the best dev LAS and of the last evaluation.", "",
+           "update of the best dev LAS and of the last evaluation, (rising) where the best came in "
+           f"the last {PLATEAU_EVALUATIONS} evaluations (stopped by the update cap before a "
+           "plateau).", "",
            *lines]  # fmt: skip
     for key in [k for k in groups if k[1] == "predicted"]:
         las = statistics.fmean(v for r in groups[key] if (v := metric(r, "test/las")) is not None)
